@@ -1,0 +1,212 @@
+"""The vocabulary: Task, Edge, Workflow, Node, Link, Cluster, Problem.
+
+Pydantic models at the edges of the system. They refuse bad input with an
+`InputError` that names the field and the fault; the hot paths never use them
+directly but their compiled numpy form (`dagsched.model.compiled`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from dagsched.model.errors import InputError
+
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
+Identifier = Annotated[str, Field(min_length=1)]
+
+RESOURCES = ("cpu", "mem", "gpu")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Task(_Strict):
+    """One unit of work: predicted runtime at speed 1.0 and what it asks of a node."""
+
+    id: Identifier
+    runtime: NonNegative = Field(description="predicted runtime in seconds at speed 1.0")
+    cpu: NonNegative = Field(1.0, description="cores requested")
+    mem: NonNegative = Field(0.0, description="memory requested, GiB")
+    gpu: NonNegativeInt = Field(0, description="GPUs requested")
+    priority: int = 0
+    critical: bool = False
+    deadline: NonNegative | None = Field(
+        None, description="seconds after the workflow's submission by which it should finish"
+    )
+    labels: dict[str, str] = Field(default_factory=dict)
+    costs: dict[str, NonNegative] | None = Field(
+        None, description="classic unrelated machines: execution time per node id, overrides runtime/speed"
+    )
+
+
+class Edge(_Strict):
+    """A dependency: `dst` starts after `src` ends and its `data` bytes arrive."""
+
+    src: Identifier
+    dst: Identifier
+    data: NonNegative = Field(0.0, description="bytes moved from src to dst")
+
+
+def find_cycle(ids: list[str], succ: dict[str, list[str]]) -> list[str] | None:
+    """A cycle as a closed list of ids (first == last), or None for a DAG."""
+    color = dict.fromkeys(ids, 0)  # 0 unseen, 1 on stack, 2 done
+    for root in ids:
+        if color[root]:
+            continue
+        stack: list[tuple[str, int]] = [(root, 0)]
+        path = [root]
+        color[root] = 1
+        while stack:
+            node, i = stack[-1]
+            children = succ.get(node, [])
+            if i < len(children):
+                stack[-1] = (node, i + 1)
+                child = children[i]
+                if color[child] == 1:
+                    return path[path.index(child) :] + [child]
+                if color[child] == 0:
+                    color[child] = 1
+                    stack.append((child, 0))
+                    path.append(child)
+            else:
+                color[node] = 2
+                stack.pop()
+                path.pop()
+    return None
+
+
+class Workflow(_Strict):
+    """A DAG of tasks submitted at one time."""
+
+    name: Identifier
+    tasks: list[Task]
+    edges: list[Edge] = Field(default_factory=list)
+    submit_time: NonNegative = Field(0.0, description="seconds from the start of the run")
+    deadline: NonNegative | None = Field(
+        None, description="seconds after submission; default 2 x critical-path length"
+    )
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check_graph(self) -> Workflow:
+        if not self.tasks:
+            raise InputError("tasks", f"workflow '{self.name}' is empty: it needs at least one task")
+        seen: dict[str, int] = {}
+        for i, task in enumerate(self.tasks):
+            if task.id in seen:
+                raise InputError(f"tasks[{i}].id", f"duplicate task id '{task.id}' (first at tasks[{seen[task.id]}])")
+            seen[task.id] = i
+        succ: dict[str, list[str]] = {}
+        pairs: set[tuple[str, str]] = set()
+        for i, edge in enumerate(self.edges):
+            for end in ("src", "dst"):
+                tid = getattr(edge, end)
+                if tid not in seen:
+                    other = edge.dst if end == "src" else edge.src
+                    raise InputError(
+                        f"edges[{i}].{end}",
+                        f"unknown task '{tid}' (dependency {edge.src} -> {edge.dst}; '{other}' names it)",
+                    )
+            if (edge.src, edge.dst) in pairs:
+                raise InputError(f"edges[{i}]", f"duplicate dependency {edge.src} -> {edge.dst}")
+            pairs.add((edge.src, edge.dst))
+            succ.setdefault(edge.src, []).append(edge.dst)
+        cycle = find_cycle([t.id for t in self.tasks], succ)
+        if cycle:
+            raise InputError("edges", "cycle through tasks " + " -> ".join(cycle))
+        return self
+
+
+class Node(_Strict):
+    """A machine: capacity, relative speed, price and network bandwidth."""
+
+    id: Identifier
+    cpu: Positive = Field(description="cores")
+    mem: NonNegative = Field(description="GiB")
+    gpu: NonNegativeInt = 0
+    speed: Positive = Field(1.0, description="relative speed; runtime 1 s at speed 1 takes 1/speed s")
+    price_per_hour: NonNegative = 0.0
+    bandwidth: Positive = Field(1.25e9, description="network bandwidth, bytes per second")
+    boot_delay: NonNegative = Field(0.0, description="seconds before its first task can start")
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class Link(_Strict):
+    """An undirected link with its own bandwidth (bytes/s), overriding the nodes' own."""
+
+    a: Identifier
+    b: Identifier
+    bandwidth: Positive
+
+
+class Cluster(_Strict):
+    """The nodes a problem runs on and the network between them."""
+
+    name: str = "cluster"
+    nodes: list[Node]
+    latency: NonNegative = Field(0.0, description="seconds added to every transfer between two nodes")
+    links: list[Link] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check_nodes(self) -> Cluster:
+        if not self.nodes:
+            raise InputError("nodes", "cluster has no nodes")
+        seen: set[str] = set()
+        for i, node in enumerate(self.nodes):
+            if node.id in seen:
+                raise InputError(f"nodes[{i}].id", f"duplicate node id '{node.id}'")
+            seen.add(node.id)
+        for i, link in enumerate(self.links):
+            for end in ("a", "b"):
+                if getattr(link, end) not in seen:
+                    raise InputError(f"links[{i}].{end}", f"unknown node '{getattr(link, end)}'")
+        return self
+
+
+class Problem(_Strict):
+    """Workflows and the cluster they must run on."""
+
+    name: str = "problem"
+    workflows: list[Workflow]
+    cluster: Cluster
+
+    @model_validator(mode="after")
+    def _check_fits(self) -> Problem:
+        if not self.workflows:
+            raise InputError("workflows", "problem has no workflows")
+        names: set[str] = set()
+        node_ids = {n.id for n in self.cluster.nodes}
+        for w, wf in enumerate(self.workflows):
+            if wf.name in names:
+                raise InputError(f"workflows[{w}].name", f"duplicate workflow name '{wf.name}'")
+            names.add(wf.name)
+            for i, task in enumerate(wf.tasks):
+                field = f"workflows[{w}].tasks[{i}]"
+                _check_task_fits(task, self.cluster, field)
+                for node_id in task.costs or {}:
+                    if node_id not in node_ids:
+                        raise InputError(f"{field}.costs", f"unknown node '{node_id}' for task '{task.id}'")
+        return self
+
+
+def _check_task_fits(task: Task, cluster: Cluster, field: str) -> None:
+    for resource in RESOURCES:
+        request = getattr(task, resource)
+        largest = max(cluster.nodes, key=lambda n: getattr(n, resource))
+        if request > getattr(largest, resource):
+            raise InputError(
+                f"{field}.{resource}",
+                f"task '{task.id}' requests {resource}={request:g} but the largest node "
+                f"'{largest.id}' has {resource}={getattr(largest, resource):g}; no node can ever run it",
+            )
+    if not any(all(getattr(task, r) <= getattr(n, r) for r in RESOURCES) for n in cluster.nodes):
+        raise InputError(
+            field,
+            f"task '{task.id}' requests cpu={task.cpu:g}, mem={task.mem:g}, gpu={task.gpu} "
+            "and no single node has all of them",
+        )

@@ -1,0 +1,56 @@
+"""Structural facts about a compiled DAG: levels, width, critical path, total work."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dagsched.model.compiled import CompiledProblem, FloatArray, IntArray
+
+
+def levels(cp: CompiledProblem) -> IntArray:
+    """Level of each task: 1 for entry tasks, 1 + max level of its parents otherwise."""
+    level = np.ones(cp.n_tasks, dtype=np.int64)
+    for t in cp.topo:
+        preds = cp.preds(int(t))
+        if len(preds):
+            level[t] = 1 + int(level[preds].max())
+    return level
+
+
+def longest_path_s(cp: CompiledProblem, task_time_s: FloatArray, with_data: bool = False) -> FloatArray:
+    """Per workflow, the longest path of `task_time_s` (plus mean transfers if `with_data`)."""
+    finish = np.zeros(cp.n_tasks, dtype=np.float64)
+    for t in cp.topo:
+        t = int(t)
+        start = 0.0
+        lo, hi = cp.pred_ptr[t], cp.pred_ptr[t + 1]
+        for k in range(lo, hi):
+            p = int(cp.pred_idx[k])
+            arrival = finish[p] + (cp.mean_comm_s(float(cp.pred_data[k])) if with_data else 0.0)
+            start = max(start, arrival)
+        finish[t] = start + task_time_s[t]
+    out = np.zeros(cp.n_workflows, dtype=np.float64)
+    np.maximum.at(out, cp.task_wf, finish)
+    return out
+
+
+def critical_path_s(cp: CompiledProblem) -> FloatArray:
+    """Per workflow, the critical-path length at speed 1.0 with free transfers."""
+    return longest_path_s(cp, cp.runtime_s)
+
+
+def width(cp: CompiledProblem) -> int:
+    """Largest number of tasks on one level (a cheap measure of parallelism)."""
+    lv = levels(cp)
+    return int(np.bincount(lv).max()) if len(lv) else 0
+
+
+def total_work_s(cp: CompiledProblem) -> float:
+    """Sum of predicted runtimes at speed 1.0."""
+    return float(cp.runtime_s.sum())
+
+
+def default_deadlines_s(cp: CompiledProblem) -> FloatArray:
+    """Absolute deadline per workflow: its own, else submission + 2 x critical path."""
+    rel = np.where(np.isnan(cp.wf_deadline_s), 2.0 * critical_path_s(cp), cp.wf_deadline_s)
+    return cp.wf_submit_s + rel
