@@ -1,0 +1,65 @@
+"""What happened in one simulated run: every attempt, outage and slowdown.
+
+The trace is the single record that metrics, plots, exports and the independent
+validator read. Times are seconds from the start of the run; tasks and nodes are
+indices into the run's `CompiledProblem`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Outcome = Literal["done", "failed", "overrun"]
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One execution of a task on a node.
+
+    `start` is when execution began (all input data had arrived); `end` is when it
+    finished (`outcome == "done"`), when its node failed under it ("failed"), or when
+    the overrun guard stopped it so it could be migrated ("overrun").
+    `nominal_s` is the work it needed: predicted time on this node x hidden noise; at a
+    slowdown factor f a second of wall time does 1/f seconds of that work.
+    """
+
+    task: int
+    node: int
+    start: float
+    end: float
+    outcome: Outcome
+    nominal_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Outage:
+    """A node was down from `start` until `end` (inf: never repaired in this run)."""
+
+    node: int
+    start: float
+    end: float
+
+
+@dataclass(frozen=True, slots=True)
+class Slowdown:
+    """A straggler episode: the node ran `factor` times slower during [start, end)."""
+
+    node: int
+    start: float
+    end: float
+    factor: float
+
+
+@dataclass
+class Trace:
+    """The full record of a run."""
+
+    scheduler: str
+    seed: int
+    classic: bool
+    noise_cv: float
+    attempts: list[Attempt] = field(default_factory=list)
+    outages: list[Outage] = field(default_factory=list)
+    slowdowns: list[Slowdown] = field(default_factory=list)
+    decision_latency_s: list[float] = field(default_factory=list)
