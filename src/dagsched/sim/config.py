@@ -1,0 +1,40 @@
+"""Settings of one simulated run: mode, hidden noise, failures, stragglers, billing."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class SimConfig(BaseModel):
+    """How reality deviates from the prediction, and how it is billed.
+
+    `classic=True` is the textbook model of HEFT and CPOP: one task at a time per
+    node, exact runtimes, no failures, stragglers, boot delays or overrun guard.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    classic: bool = Field(False, description="textbook model: one task per node, exact runtimes")
+    noise_cv: float = Field(0.0, ge=0, le=5, description="coefficient of variation of the lognormal runtime noise")
+    mtbf_s: float | None = Field(None, gt=0, description="mean time between failures of each node; None: none")
+    mttr_s: float | None = Field(600.0, gt=0, description="mean time to repair a failed node; None: never repaired")
+    straggler_rate_per_h: float = Field(0.0, ge=0, description="straggler episodes per node per hour")
+    straggler_factor: float = Field(3.0, ge=1, description="slowdown factor of a node during an episode")
+    straggler_duration_s: float = Field(300.0, gt=0, description="mean length of an episode")
+    boot_delay: bool = Field(True, description="honour the nodes' boot_delay (at start and after repair)")
+    overrun_factor: float | None = Field(
+        None, gt=1, description="stop and migrate a task running past this multiple of its prediction"
+    )
+    max_migrations: int = Field(1, ge=0, description="overrun migrations allowed per task")
+    billing_granularity_s: float = Field(1.0, gt=0, description="billed time is rounded up to a multiple of this")
+    billing_minimum_s: float = Field(0.0, ge=0, description="minimum billed time of a node that ran anything")
+
+    @model_validator(mode="after")
+    def _classic_is_exact(self) -> SimConfig:
+        if self.classic and (self.noise_cv or self.mtbf_s or self.straggler_rate_per_h or self.overrun_factor):
+            raise ValueError("classic mode is exact: noise_cv, mtbf_s, straggler_rate_per_h and overrun_factor must be off")
+        return self
+
+    @property
+    def effective_boot_delay(self) -> bool:
+        return self.boot_delay and not self.classic

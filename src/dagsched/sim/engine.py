@@ -1,0 +1,463 @@
+"""The one discrete-event simulator of a cloud cluster.
+
+A flat, deterministic event loop (one heap ordered by time, named priority and a
+sequence number, as in SimPy). At each decision point the scheduler is asked for
+assignments of ready tasks to nodes; the simulator checks each one and never decides
+anything itself. Hidden truth (the noise of each attempt, future failures) lives in
+underscore attributes a scheduler must not read; `fork()` gives planners a copy of the
+mutable state that rolls forward on predicted runtimes only.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time as wallclock
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from dagsched.model.compiled import CompiledProblem
+from dagsched.sim.config import SimConfig
+from dagsched.sim.trace import Attempt, Outage, Slowdown, Trace
+
+if TYPE_CHECKING:
+    from dagsched.schedulers.base import Scheduler
+
+# Event kinds, in the order they are handled at the same instant.
+FINISH, FAIL, REPAIR, BOOTED, SLOW_END, SLOW_START, ARRIVAL, OVERRUN, WAKE = range(9)
+
+WAITING, READY, RUNNING, DONE = 0, 1, 2, 3
+
+# How far past a finite horizon failures and stragglers are pre-drawn: they are drawn
+# lazily, one at a time per node, so any horizon works.
+_INF = float("inf")
+
+
+class SchedulingError(RuntimeError):
+    """A scheduler asked for something the cluster cannot do, or never finished."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What a scheduler wants now: start these (task, node) pairs; optionally be woken at `wake_at`."""
+
+    assignments: list[tuple[int, int]] = field(default_factory=list)
+    wake_at: float | None = None
+
+
+@dataclass(slots=True)
+class _Running:
+    node: int
+    start: float
+    work_left: float  # seconds of work at factor 1 still to do
+    last_update: float
+    version: int
+    nominal_s: float
+
+
+class Simulator:
+    """State and event loop of one run. Build it, then `run(scheduler)`."""
+
+    def __init__(self, cp: CompiledProblem, config: SimConfig | None = None, seed: int = 0) -> None:
+        self.cp = cp
+        self.config = config or SimConfig()
+        self.seed = seed
+        self.classic = self.config.classic
+        n, m = cp.n_tasks, cp.n_nodes
+        self.now = 0.0
+        self.status = np.zeros(n, dtype=np.int8)
+        self.preds_left = np.diff(cp.pred_ptr).astype(np.int64)
+        self.node_of = np.full(n, -1, dtype=np.int64)
+        self.start_s = np.full(n, np.nan)
+        self.finish_s = np.full(n, np.nan)
+        self.attempts = np.zeros(n, dtype=np.int64)
+        self.migrations = np.zeros(n, dtype=np.int64)
+        self.avoid_node = np.full(n, -1, dtype=np.int64)  # node a task overran on
+        self.cap = np.ones((m, 3)) if self.classic else cp.cap.copy()
+        if self.classic:
+            self.cap[:, 1:] = np.inf
+        self.free = self.cap.copy()
+        self.node_up = np.ones(m, dtype=bool)
+        boot = cp.boot_delay_s if self.config.effective_boot_delay else np.zeros(m)
+        self.node_available_s = boot.astype(np.float64).copy()
+        self.slow_factor = np.ones(m)
+        self.running: dict[int, _Running] = {}
+        self.running_on: list[set[int]] = [set() for _ in range(m)]
+        self.ready: set[int] = set()
+        self.submitted = np.zeros(cp.n_workflows, dtype=bool)
+        self.n_done = 0
+        self.n_decisions = 0
+        self.predicted = False  # True in forks: runtimes are the predictions
+        self.trace = Trace(scheduler="", seed=seed, classic=self.classic, noise_cv=self.config.noise_cv)
+        self._heap: list[tuple[float, int, int, int, int]] = []
+        self._seq = 0
+        self._version = 0
+        self._progress_pending = 0  # events that can unblock a waiting scheduler
+        self._changed = True
+        self._wake_pending: float | None = None
+        self._open_outage: dict[int, float] = {}
+        self._open_slowdown: dict[int, tuple[float, float]] = {}
+        self._init_randomness()
+        for w in range(cp.n_workflows):
+            self._push(float(cp.wf_submit_s[w]), ARRIVAL, w)
+        for nd in range(m):
+            if self.node_available_s[nd] > 0:
+                self._push(float(self.node_available_s[nd]), BOOTED, nd)
+            self._schedule_failure(nd)
+            self._schedule_straggler(nd)
+
+    # ---- hidden randomness -------------------------------------------------------
+
+    def _init_randomness(self) -> None:
+        """Seeded streams that do not depend on the scheduler's choices (common random numbers)."""
+        m = self.cp.n_nodes
+        seq = np.random.SeedSequence(self.seed)
+        noise_seq, retry_seq, fail_seq, slow_seq = seq.spawn(4)
+        cv = self.config.noise_cv
+        if cv > 0 and not self.classic:
+            sigma2 = np.log1p(cv * cv)
+            rng = np.random.default_rng(noise_seq)
+            self._noise = rng.lognormal(-sigma2 / 2, np.sqrt(sigma2), size=self.cp.n_tasks)
+        else:
+            self._noise = np.ones(self.cp.n_tasks)
+        self._sigma2 = float(np.log1p(cv * cv))
+        self._retry_rng = np.random.default_rng(retry_seq)
+        self._fail_rngs = [np.random.default_rng(s) for s in fail_seq.spawn(m)]
+        self._slow_rngs = [np.random.default_rng(s) for s in slow_seq.spawn(m)]
+
+    def _attempt_noise(self, t: int) -> float:
+        if self.predicted or self._sigma2 == 0.0:
+            return 1.0
+        if self.attempts[t] == 0:
+            return float(self._noise[t])
+        s2 = self._sigma2
+        return float(self._retry_rng.lognormal(-s2 / 2, np.sqrt(s2)))
+
+    def _schedule_failure(self, nd: int) -> None:
+        mtbf = self.config.mtbf_s
+        if mtbf and not self.classic and not self.predicted:
+            self._push(self.now + float(self._fail_rngs[nd].exponential(mtbf)), FAIL, nd)
+
+    def _schedule_straggler(self, nd: int) -> None:
+        rate = self.config.straggler_rate_per_h
+        if rate > 0 and not self.classic and not self.predicted:
+            self._push(self.now + float(self._slow_rngs[nd].exponential(3600.0 / rate)), SLOW_START, nd)
+
+    # ---- the event heap ----------------------------------------------------------
+
+    def _push(self, at: float, kind: int, payload: int, version: int = 0) -> None:
+        self._seq += 1
+        if kind in (FINISH, REPAIR, BOOTED, ARRIVAL, WAKE):
+            self._progress_pending += 1
+        heapq.heappush(self._heap, (at, kind, self._seq, payload, version))
+
+    # ---- what a scheduler may look at ----------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        return self.n_done == self.cp.n_tasks
+
+    def ready_tasks(self) -> list[int]:
+        """Ready tasks (all parents done, workflow submitted), in index order."""
+        return sorted(self.ready)
+
+    def data_ready_s(self, t: int, nd: int) -> float:
+        """When all inputs of ready task t are on node nd."""
+        cp = self.cp
+        at = float(cp.wf_submit_s[cp.task_wf[t]])
+        for k in range(cp.pred_ptr[t], cp.pred_ptr[t + 1]):
+            p = cp.pred_idx[k]
+            src = self.node_of[p]
+            arrival = self.finish_s[p] if src == nd else self.finish_s[p] + cp.pred_data[k] / cp.bandwidth[src, nd] + cp.latency_s
+            if arrival > at:
+                at = float(arrival)
+        return at
+
+    def data_ready_all_s(self, t: int) -> np.ndarray:
+        """`data_ready_s` for every node at once (vectorised over nodes)."""
+        cp = self.cp
+        at = np.full(cp.n_nodes, float(cp.wf_submit_s[cp.task_wf[t]]))
+        for k in range(cp.pred_ptr[t], cp.pred_ptr[t + 1]):
+            p = cp.pred_idx[k]
+            src = int(self.node_of[p])
+            arrival = self.finish_s[p] + cp.pred_data[k] / cp.bandwidth[src] + cp.latency_s
+            arrival[src] = self.finish_s[p]
+            np.maximum(at, arrival, out=at)
+        return at
+
+    def request(self, t: int) -> tuple[float, float, float]:
+        """What task t takes of a node (1 slot in classic mode)."""
+        if self.classic:
+            return (1.0, 0.0, 0.0)
+        r = self.cp.req[t]
+        return (float(r[0]), float(r[1]), float(r[2]))
+
+    def fits_now(self, t: int, nd: int) -> bool:
+        """Node nd is up, booted and has t's request free now."""
+        if not self.node_up[nd] or self.node_available_s[nd] > self.now:
+            return False
+        req = self.request(t)
+        f = self.free[nd]
+        eps = 1e-9
+        return bool(f[0] + eps >= req[0] and f[1] + eps >= req[1] and f[2] + eps >= req[2])
+
+    def can_start(self, t: int, nd: int) -> bool:
+        """t is ready, nd fits it now, and its inputs are on nd."""
+        return self.status[t] == READY and self.fits_now(t, nd) and self.data_ready_s(t, nd) <= self.now + 1e-9
+
+    def predicted_end_s(self, t: int) -> float:
+        """When running task t is expected to end, from its prediction (never the hidden truth)."""
+        r = self.running[t]
+        expected = r.start + float(self.cp.exec_s[t, r.node]) * self.slow_factor[r.node]
+        return max(expected, self.now)
+
+    def node_timelines(self) -> list:  # list[NodeTimeline]
+        """Planning timelines holding the running tasks until their predicted ends."""
+        from dagsched.sim.slots import NodeTimeline
+
+        lines = []
+        for nd in range(self.cp.n_nodes):
+            cap = self.cap[nd]
+            avail = float(self.node_available_s[nd]) if self.node_up[nd] else _INF
+            line = NodeTimeline((float(cap[0]), float(cap[1]), float(cap[2])), max(avail, self.now))
+            for t in self.running_on[nd]:
+                line.reserve(self.now, self.predicted_end_s(t), self.request(t))
+            lines.append(line)
+        return lines
+
+    # ---- applying decisions ----------------------------------------------------------
+
+    def start(self, t: int, nd: int) -> None:
+        """Start ready task t on node nd now; refuses anything illegal."""
+        if not 0 <= t < self.cp.n_tasks or not 0 <= nd < self.cp.n_nodes:
+            raise SchedulingError(f"assignment ({t}, {nd}) out of range")
+        name = self.cp.task_name(t)
+        node = self.cp.node_ids[nd]
+        if self.status[t] != READY:
+            state = ("waiting", "ready", "running", "done")[self.status[t]]
+            raise SchedulingError(f"task '{name}' is {state}, not ready, at t={self.now:g}")
+        if not self.fits_now(t, nd):
+            raise SchedulingError(f"task '{name}' does not fit node '{node}' at t={self.now:g}")
+        if self.data_ready_s(t, nd) > self.now + 1e-9:
+            raise SchedulingError(f"task '{name}' inputs reach node '{node}' only at t={self.data_ready_s(t, nd):g}")
+        req = self.request(t)
+        self.free[nd, 0] -= req[0]
+        self.free[nd, 1] -= req[1]
+        self.free[nd, 2] -= req[2]
+        self.ready.discard(t)
+        self.status[t] = RUNNING
+        self.node_of[t] = nd
+        self.start_s[t] = self.now
+        nominal = float(self.cp.exec_s[t, nd]) * self._attempt_noise(t)
+        self.attempts[t] += 1
+        self._version += 1
+        run = _Running(nd, self.now, nominal, self.now, self._version, nominal)
+        self.running[t] = run
+        self.running_on[nd].add(t)
+        self._push(self.now + nominal * self.slow_factor[nd], FINISH, t, run.version)
+        overrun = self.config.overrun_factor
+        if overrun and not self.classic and self.migrations[t] < self.config.max_migrations:
+            self._push(self.now + overrun * float(self.cp.exec_s[t, nd]), OVERRUN, t, run.version)
+        self._changed = True
+
+    def _stop(self, t: int, outcome: str) -> None:
+        run = self.running.pop(t)
+        nd = run.node
+        self.running_on[nd].discard(t)
+        req = self.request(t)
+        self.free[nd, 0] += req[0]
+        self.free[nd, 1] += req[1]
+        self.free[nd, 2] += req[2]
+        self.trace.attempts.append(Attempt(t, nd, run.start, self.now, outcome, run.nominal_s))  # type: ignore[arg-type]
+        self._changed = True
+        if outcome == "done":
+            self.status[t] = DONE
+            self.finish_s[t] = self.now
+            self.n_done += 1
+            cp = self.cp
+            for c in cp.succ_idx[cp.succ_ptr[t] : cp.succ_ptr[t + 1]]:
+                self.preds_left[c] -= 1
+                if self.preds_left[c] == 0 and self.submitted[cp.task_wf[c]]:
+                    self.status[c] = READY
+                    self.ready.add(int(c))
+        else:
+            self.status[t] = READY
+            self.node_of[t] = -1
+            self.start_s[t] = np.nan
+            self.ready.add(t)
+
+    def _rescale(self, nd: int, factor: float) -> None:
+        """Change node nd's slowdown factor, moving the finish events of its running tasks."""
+        for t in self.running_on[nd]:
+            run = self.running[t]
+            run.work_left -= (self.now - run.last_update) / self.slow_factor[nd]
+            run.last_update = self.now
+            self._version += 1
+            run.version = self._version
+            self._push(self.now + max(run.work_left, 0.0) * factor, FINISH, t, run.version)
+        self.slow_factor[nd] = factor
+
+    # ---- the event loop ----------------------------------------------------------------
+
+    def _handle(self, kind: int, payload: int, version: int) -> None:
+        if kind in (FINISH, REPAIR, BOOTED, ARRIVAL, WAKE):
+            self._progress_pending -= 1
+        if kind == FINISH:
+            run = self.running.get(payload)
+            if run is not None and run.version == version:
+                self._stop(payload, "done")
+        elif kind == ARRIVAL:
+            self.submitted[payload] = True
+            lo, hi = self.cp.wf_task_ptr[payload], self.cp.wf_task_ptr[payload + 1]
+            for t in range(lo, hi):
+                if self.preds_left[t] == 0:
+                    self.status[t] = READY
+                    self.ready.add(t)
+            self._changed = True
+        elif kind == FAIL:
+            nd = payload
+            for t in sorted(self.running_on[nd]):
+                self._stop(t, "failed")
+            self.node_up[nd] = False
+            self._open_outage[nd] = self.now
+            mttr = self.config.mttr_s
+            if mttr is not None:
+                self._push(self.now + float(self._fail_rngs[nd].exponential(mttr)), REPAIR, nd)
+        elif kind == REPAIR:
+            nd = payload
+            self.node_up[nd] = True
+            self.trace.outages.append(Outage(nd, self._open_outage.pop(nd), self.now))
+            boot = float(self.cp.boot_delay_s[nd]) if self.config.effective_boot_delay else 0.0
+            self.node_available_s[nd] = self.now + boot
+            if boot > 0:
+                self._push(self.now + boot, BOOTED, nd)
+            self._schedule_failure(nd)
+            self._changed = True
+        elif kind == BOOTED:
+            self._changed = True
+        elif kind == SLOW_START:
+            nd = payload
+            rng = self._slow_rngs[nd]
+            length = float(rng.exponential(self.config.straggler_duration_s))
+            self._open_slowdown[nd] = (self.now, self.config.straggler_factor)
+            self._rescale(nd, self.config.straggler_factor)
+            self._push(self.now + length, SLOW_END, nd)
+        elif kind == SLOW_END:
+            nd = payload
+            start, factor = self._open_slowdown.pop(nd)
+            self.trace.slowdowns.append(Slowdown(nd, start, self.now, factor))
+            self._rescale(nd, 1.0)
+            self._schedule_straggler(nd)
+        elif kind == OVERRUN:
+            run = self.running.get(payload)
+            if run is not None and run.version == version:
+                self.migrations[payload] += 1
+                self.avoid_node[payload] = run.node
+                self._stop(payload, "overrun")
+        elif kind == WAKE:
+            if self._wake_pending == self.now:
+                self._wake_pending = None
+                self._changed = True
+
+    def step(self) -> bool:
+        """Handle every event of the next instant; False when nothing is left to do."""
+        if not self._heap:
+            return False
+        at = self._heap[0][0]
+        self.now = at
+        while self._heap and self._heap[0][0] == at:
+            _, kind, _, payload, version = heapq.heappop(self._heap)
+            self._handle(kind, payload, version)
+        return True
+
+    def decide(self, scheduler: Scheduler) -> None:
+        """Ask the scheduler at this decision point and apply its answer."""
+        if not self.ready or not self._changed:
+            return
+        self._changed = False
+        t0 = wallclock.perf_counter()
+        decision = scheduler.decide(self)
+        self.trace.decision_latency_s.append(wallclock.perf_counter() - t0)
+        self.n_decisions += 1
+        for t, nd in decision.assignments:
+            self.start(int(t), int(nd))
+        if decision.wake_at is not None and decision.wake_at > self.now:
+            if self._wake_pending is None or decision.wake_at < self._wake_pending:
+                self._wake_pending = float(decision.wake_at)
+                self._push(self._wake_pending, WAKE, 0)
+
+    def run(self, scheduler: Scheduler, max_time_s: float = _INF) -> Trace:
+        """Run to completion (or `max_time_s`) and return the trace."""
+        self.trace.scheduler = scheduler.name
+        while not self.done and self.now <= max_time_s:
+            if not self.step():
+                raise SchedulingError(f"scheduler '{scheduler.name}' left tasks unscheduled with nothing pending")
+            self.decide(scheduler)
+            if not self.running and not self.done and self._progress_pending == 0:
+                raise SchedulingError(
+                    f"scheduler '{scheduler.name}' stalled at t={self.now:g}: {len(self.ready)} ready tasks, "
+                    "nothing running and nothing to wait for"
+                )
+        self._close_open_records()
+        return self.trace
+
+    def _close_open_records(self) -> None:
+        for nd, start in sorted(self._open_outage.items()):
+            self.trace.outages.append(Outage(nd, start, _INF))
+        for nd, (start, factor) in sorted(self._open_slowdown.items()):
+            self.trace.slowdowns.append(Slowdown(nd, start, self.now, factor))
+        self._open_outage.clear()
+        self._open_slowdown.clear()
+
+    # ---- snapshots -----------------------------------------------------------------------
+
+    def fork(self) -> Simulator:
+        """A copy of the mutable state that rolls forward on predicted runtimes.
+
+        Shares the compiled problem (never copied). Running tasks end at their
+        predicted times; no noise, failures or stragglers happen in the fork.
+        """
+        f = Simulator.__new__(Simulator)
+        f.cp = self.cp
+        f.config = self.config
+        f.seed = self.seed
+        f.classic = self.classic
+        f.now = self.now
+        for name in ("status", "preds_left", "node_of", "start_s", "finish_s", "attempts", "migrations",
+                     "avoid_node", "free", "node_up", "node_available_s", "submitted"):
+            setattr(f, name, getattr(self, name).copy())
+        f.cap = self.cap
+        f.slow_factor = np.ones(self.cp.n_nodes)
+        f.ready = set(self.ready)
+        f.running_on = [set(s) for s in self.running_on]
+        f.n_done = self.n_done
+        f.n_decisions = 0
+        f.predicted = True
+        f.trace = Trace(scheduler="", seed=self.seed, classic=self.classic, noise_cv=0.0)
+        f._noise = self._noise  # never read in predicted mode
+        f._sigma2 = 0.0
+        f._retry_rng = self._retry_rng
+        f._fail_rngs = self._fail_rngs
+        f._slow_rngs = self._slow_rngs
+        f._open_outage = {}
+        f._open_slowdown = {}
+        f._changed = True
+        f._wake_pending = None
+        f._heap = []
+        f._seq = 0
+        f._version = 0
+        f._progress_pending = 0
+        f.running = {}
+        for t, run in self.running.items():
+            f._version += 1
+            predicted_left = max(float(self.cp.exec_s[t, run.node]) - (self.now - run.start), 0.0)
+            f.running[t] = _Running(run.node, run.start, predicted_left, self.now, f._version, float(self.cp.exec_s[t, run.node]))
+            f._push(self.now + predicted_left, FINISH, t, f._version)
+        for w in np.flatnonzero(~self.submitted):
+            f._push(float(self.cp.wf_submit_s[w]), ARRIVAL, int(w))
+        for nd in range(self.cp.n_nodes):
+            if self.node_up[nd] and self.node_available_s[nd] > self.now:
+                f._push(float(self.node_available_s[nd]), BOOTED, nd)
+        # a down node stays down in the fork: its repair time is hidden truth
+        return f
