@@ -1,0 +1,93 @@
+"""Priorities shared by the list-scheduling heuristics, as pure functions of the problem.
+
+Mean costs follow HEFT (Topcuoglu et al. 2002): w̄(t) is t's execution time averaged
+over nodes, c̄(p, t) its transfer time averaged over distinct node pairs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dagsched.model.compiled import CompiledProblem, FloatArray
+
+
+def mean_exec_s(cp: CompiledProblem) -> FloatArray:
+    """w̄: each task's execution time averaged over the nodes."""
+    return np.asarray(cp.exec_s.mean(axis=1), dtype=np.float64)
+
+
+def _mean_inverse_bandwidth(cp: CompiledProblem) -> float:
+    m = cp.n_nodes
+    if m < 2:
+        return 0.0
+    off = ~np.eye(m, dtype=bool)
+    return float(np.mean(1.0 / cp.bandwidth[off]))
+
+
+def mean_comm_succ_s(cp: CompiledProblem) -> FloatArray:
+    """c̄ for every edge in successor-CSR order (0 with a single node)."""
+    if cp.n_nodes < 2:
+        return np.zeros(len(cp.succ_idx))
+    return np.asarray(cp.succ_data * _mean_inverse_bandwidth(cp) + cp.latency_s, dtype=np.float64)
+
+
+def mean_comm_pred_s(cp: CompiledProblem) -> FloatArray:
+    """c̄ for every edge in predecessor-CSR order."""
+    if cp.n_nodes < 2:
+        return np.zeros(len(cp.pred_idx))
+    return np.asarray(cp.pred_data * _mean_inverse_bandwidth(cp) + cp.latency_s, dtype=np.float64)
+
+
+def upward_rank(cp: CompiledProblem) -> FloatArray:
+    """rank_u(t) = w̄(t) + max over children s of (c̄(t, s) + rank_u(s))."""
+    w = mean_exec_s(cp)
+    c = mean_comm_succ_s(cp)
+    rank = np.zeros(cp.n_tasks)
+    for t in cp.topo[::-1]:
+        lo, hi = cp.succ_ptr[t], cp.succ_ptr[t + 1]
+        tail = float(np.max(c[lo:hi] + rank[cp.succ_idx[lo:hi]])) if hi > lo else 0.0
+        rank[t] = w[t] + tail
+    return rank
+
+
+def downward_rank(cp: CompiledProblem) -> FloatArray:
+    """rank_d(t) = max over parents p of (rank_d(p) + w̄(p) + c̄(p, t)); 0 for entry tasks."""
+    w = mean_exec_s(cp)
+    c = mean_comm_pred_s(cp)
+    rank = np.zeros(cp.n_tasks)
+    for t in cp.topo:
+        lo, hi = cp.pred_ptr[t], cp.pred_ptr[t + 1]
+        if hi > lo:
+            p = cp.pred_idx[lo:hi]
+            rank[t] = float(np.max(rank[p] + w[p] + c[lo:hi]))
+    return rank
+
+
+def optimistic_cost_table(cp: CompiledProblem) -> FloatArray:
+    """PEFT's OCT(t, n): the shortest remaining path from t's end if t ran on n (Arabnejad & Barbosa 2014).
+
+    OCT(t, n) = max over children s of min over nodes q of OCT(s, q) + w(s, q) + (c̄(t, s) if q != n else 0).
+    """
+    m = cp.n_nodes
+    c = mean_comm_succ_s(cp)
+    oct_ = np.zeros((cp.n_tasks, m))
+    for t in cp.topo[::-1]:
+        lo, hi = cp.succ_ptr[t], cp.succ_ptr[t + 1]
+        if hi == lo:
+            continue
+        best = np.zeros(m)
+        for k in range(lo, hi):
+            s = cp.succ_idx[k]
+            via = oct_[s] + cp.exec_s[s]  # finishing s on q, per q
+            # on node n: min(via[n], min_q via[q] + c̄)
+            cand = np.minimum(via, via.min() + c[k])
+            np.maximum(best, cand, out=best)
+        oct_[t] = best
+    return oct_
+
+
+def rank_order(rank: FloatArray, cp: CompiledProblem) -> list[int]:
+    """Tasks by decreasing rank; ties by topological position (so parents come first)."""
+    pos = np.empty(cp.n_tasks, dtype=np.int64)
+    pos[cp.topo] = np.arange(cp.n_tasks)
+    return [int(t) for t in np.lexsort((pos, -rank))]
