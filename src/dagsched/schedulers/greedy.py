@@ -37,6 +37,9 @@ class ListScheduler(Scheduler):
         for t in self.order(sim.ready_tasks()):
             req = np.asarray(sim.request(t))
             fits = up & np.all(free + _EPS >= req, axis=1)
+            avoid = sim.avoid_node[t]
+            if avoid >= 0 and (np.all(sim.cap + _EPS >= req, axis=1) & sim.node_up).sum() > 1:
+                fits[avoid] = False  # migrate off the node it overran on
             if not fits.any():
                 continue
             arrival = sim.data_ready_all_s(t)

@@ -150,7 +150,7 @@ class Simulator:
         self._seq += 1
         if kind in (FINISH, REPAIR, BOOTED, ARRIVAL, WAKE):
             self._progress_pending += 1
-        heapq.heappush(self._heap, (at, kind, self._seq, payload, version))
+        heapq.heappush(self._heap, (float(at), kind, self._seq, payload, version))
 
     # ---- what a scheduler may look at ----------------------------------------------
 

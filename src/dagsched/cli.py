@@ -1,0 +1,341 @@
+"""The `dagsched` command: generate, inspect, simulate and compare.
+
+Bad input (files, fields, names) prints one clear message and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from dagsched.model.errors import InputError
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
+generate_app = typer.Typer(no_args_is_help=True, help="Write synthetic workflows and clusters.")
+app.add_typer(generate_app, name="generate")
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _fail(err: Exception) -> typer.Exit:
+    err_console.print(f"[bold red]error:[/] {err}")
+    return typer.Exit(2)
+
+
+def resolve_cluster(spec: str | None):  # -> Cluster | None
+    """A preset name or a cluster file; None stays None (classic files carry their own)."""
+    if spec is None:
+        return None
+    from dagsched.generate.clusters import PRESETS, cluster_preset
+    from dagsched.io import read_cluster
+
+    if spec in PRESETS:
+        return cluster_preset(spec)
+    if Path(spec).exists():
+        return read_cluster(Path(spec))
+    raise InputError("--cluster", f"'{spec}' is neither a preset ({', '.join(sorted(PRESETS))}) nor an existing file")
+
+
+def load_compiled(workflows: list[Path], cluster: str | None):  # -> CompiledProblem
+    from dagsched.io import read_problem
+    from dagsched.model.compiled import compile_problem
+
+    if not workflows:
+        raise InputError("--workflow", "give at least one workflow file")
+    for path in workflows:
+        if not Path(path).exists():
+            raise InputError("--workflow", f"file not found: {path}")
+    return compile_problem(read_problem(list(workflows), resolve_cluster(cluster)))
+
+
+def _is_classic_file(path: Path) -> bool:
+    from dagsched.io import detect_format, read_document
+
+    return detect_format(read_document(path)) == "classic"
+
+
+def sim_config(classic: bool, noise_cv: float, mtbf: float | None, mttr: float | None, stragglers: float,
+               overrun: float | None):  # -> SimConfig
+    from pydantic import ValidationError
+
+    from dagsched.model.errors import from_pydantic
+    from dagsched.sim.config import SimConfig
+
+    try:
+        return SimConfig(classic=classic, noise_cv=noise_cv, mtbf_s=mtbf, mttr_s=mttr,
+                         straggler_rate_per_h=stragglers, overrun_factor=overrun)
+    except ValidationError as err:
+        raise from_pydantic(err, "config") from None
+
+
+WorkflowOpt = Annotated[list[Path], typer.Option("--workflow", "-w", help="workflow file (native, WfFormat or classic); repeat for several")]
+ClusterOpt = Annotated[str | None, typer.Option("--cluster", "-c", help="cluster preset name or file; classic files need none")]
+ClassicOpt = Annotated[bool | None, typer.Option("--classic/--cloud", help="textbook model (default for classic-format files)")]
+NoiseOpt = Annotated[float, typer.Option(help="runtime noise CV (cloud mode)")]
+MtbfOpt = Annotated[float | None, typer.Option("--mtbf", help="mean time between node failures, s")]
+MttrOpt = Annotated[float | None, typer.Option("--mttr", help="mean time to repair, s")]
+StragOpt = Annotated[float, typer.Option("--stragglers", help="straggler episodes per node per hour")]
+OverrunOpt = Annotated[float | None, typer.Option("--overrun", help="migrate tasks running past this multiple of prediction")]
+
+
+def _mode(classic: bool | None, workflows: list[Path]) -> bool:
+    if classic is not None:
+        return classic
+    return any(_is_classic_file(p) for p in workflows)
+
+
+@app.command()
+def info(
+    path: Annotated[Path, typer.Argument(help="workflow file")],
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Tasks, edges, levels, critical path, total work and width of a workflow."""
+    try:
+        from dagsched.io import read_document, detect_format, read_problem, workflow_from_dict
+        from dagsched.model.compiled import compile_problem
+        from dagsched.model.entities import Cluster, Node, Problem
+        from dagsched.model.graph import critical_path_s, levels, total_work_s, width
+
+        if not path.exists():
+            raise InputError("path", f"file not found: {path}")
+        doc = read_document(path)
+        if detect_format(doc) == "classic":
+            problem = read_problem(path, None)
+        else:
+            wf = workflow_from_dict(doc)
+            big = Node(id="any", cpu=1e9, mem=1e9, gpu=10**6)
+            problem = Problem(workflows=[wf], cluster=Cluster(nodes=[big]))
+        cp = compile_problem(problem)
+    except InputError as err:
+        raise _fail(err) from None
+    lv = levels(cp)
+    summary: dict[str, Any] = {
+        "name": problem.workflows[0].name,
+        "tasks": cp.n_tasks,
+        "edges": int(len(cp.succ_idx)),
+        "levels": int(lv.max()) if len(lv) else 0,
+        "critical_path": float(critical_path_s(cp).max()),
+        "total_work": total_work_s(cp),
+        "width": width(cp),
+        "data_bytes": float(cp.succ_data.sum()),
+        "entry_tasks": int((cp.pred_ptr[1:] == cp.pred_ptr[:-1]).sum()),
+        "exit_tasks": int((cp.succ_ptr[1:] == cp.succ_ptr[:-1]).sum()),
+    }
+    if as_json:
+        print(json.dumps(summary))
+        return
+    table = Table(title=str(path), show_header=False)
+    for key, value in summary.items():
+        table.add_row(key, f"{value:,.2f}" if isinstance(value, float) else str(value))
+    console.print(table)
+
+
+@app.command()
+def schedulers() -> None:
+    """List the registered schedulers."""
+    from dagsched.schedulers import registered_names
+
+    for name in registered_names():
+        print(name)
+
+
+@app.command()
+def simulate(
+    workflow: WorkflowOpt,
+    cluster: ClusterOpt = None,
+    scheduler: Annotated[str, typer.Option("--scheduler", "-s")] = "heft",
+    seed: int = 1,
+    classic: ClassicOpt = None,
+    noise_cv: NoiseOpt = 0.0,
+    mtbf: MtbfOpt = None,
+    mttr: MttrOpt = 600.0,
+    stragglers: StragOpt = 0.0,
+    overrun: OverrunOpt = None,
+    gantt: Annotated[Path | None, typer.Option(help="write a Gantt chart PNG")] = None,
+    trace: Annotated[Path | None, typer.Option(help="write the trace (.json or .csv)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Simulate one scheduler on a problem and print its metrics."""
+    from dagsched.sim.export import write_gantt, write_trace
+    from dagsched.sim.run import simulate as run_one
+
+    try:
+        cp = load_compiled(workflow, cluster)
+        config = sim_config(_mode(classic, workflow), noise_cv, mtbf, mttr, stragglers, overrun)
+        from dagsched.schedulers import make_scheduler
+
+        sched = make_scheduler(scheduler)
+    except InputError as err:
+        raise _fail(err) from None
+    result = run_one(cp, sched, config, seed)
+    if trace:
+        write_trace(cp, result.trace, trace, result.metrics)
+    if gantt:
+        write_gantt(cp, result.trace, gantt)
+    out = {"scheduler": scheduler, "seed": seed, **result.metrics.as_dict(), "valid": result.valid}
+    if not as_json:
+        out.pop("workflow_makespans")
+    if as_json:
+        print(json.dumps(out))
+    else:
+        table = Table(title=f"{scheduler} on {', '.join(p.name for p in workflow)} (seed {seed})", show_header=False)
+        for key, value in out.items():
+            table.add_row(key, f"{value:,.4g}" if isinstance(value, float) else str(value))
+        console.print(table)
+    if not result.valid:
+        err_console.print("[bold red]trace failed validation:[/] " + "; ".join(result.violations[:5]))
+        raise typer.Exit(1)
+
+
+@app.command()
+def compare(
+    workflow: WorkflowOpt,
+    cluster: ClusterOpt = None,
+    schedulers: Annotated[str, typer.Option(help="comma-separated names, or 'all'")] = "all",
+    seeds: Annotated[int, typer.Option(min=1, help="seeds 1..N per scheduler")] = 3,
+    classic: ClassicOpt = None,
+    noise_cv: NoiseOpt = 0.0,
+    mtbf: MtbfOpt = None,
+    mttr: MttrOpt = 600.0,
+    stragglers: StragOpt = 0.0,
+    overrun: OverrunOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Run several schedulers on the same problem and seeds; print one table."""
+    import numpy as np
+
+    from dagsched.schedulers import make_scheduler, registered_names
+    from dagsched.sim.run import simulate as run_one
+
+    try:
+        names = registered_names() if schedulers == "all" else [s.strip() for s in schedulers.split(",") if s.strip()]
+        for name in names:
+            make_scheduler(name)
+        cp = load_compiled(workflow, cluster)
+        config = sim_config(_mode(classic, workflow), noise_cv, mtbf, mttr, stragglers, overrun)
+    except InputError as err:
+        raise _fail(err) from None
+    results: list[dict[str, Any]] = []
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+               TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=err_console, transient=True, disable=as_json or not sys.stderr.isatty()) as bar:
+        job = bar.add_task("simulating", total=len(names) * seeds)
+        for name in names:
+            for seed in range(1, seeds + 1):
+                bar.update(job, description=f"{name} seed {seed}")
+                r = run_one(cp, make_scheduler(name), config, seed)
+                m = r.metrics
+                results.append({"scheduler": name, "seed": seed, "makespan": m.makespan, "cost": m.cost,
+                                "sla_hit_rate": m.sla_hit_rate, "utilisation": m.utilisation, "slr": m.slr,
+                                "latency_ms": m.decision_latency_mean_ms, "valid": r.valid})
+                bar.advance(job)
+    if as_json:
+        print(json.dumps({"results": results}))
+    else:
+        table = Table(title=f"{cp.n_tasks} tasks on {cp.n_nodes} nodes, {'classic' if config.classic else 'cloud'} mode, {seeds} seeds (means)")
+        for col in ("scheduler", "makespan (s)", "SLR", "cost", "SLA hit", "utilisation", "decision ms", "valid"):
+            table.add_column(col, justify="right" if col != "scheduler" else "left")
+        rows = []
+        for name in names:
+            mine = [r for r in results if r["scheduler"] == name]
+            mean = {k: float(np.mean([r[k] for r in mine])) for k in ("makespan", "slr", "cost", "sla_hit_rate", "utilisation", "latency_ms")}
+            rows.append((mean["makespan"], name, mean, all(r["valid"] for r in mine)))
+        for _, name, mean, valid in sorted(rows):
+            table.add_row(name, f"{mean['makespan']:,.1f}", f"{mean['slr']:.3f}", f"{mean['cost']:.3f}",
+                          f"{mean['sla_hit_rate']:.2f}", f"{mean['utilisation']:.2f}", f"{mean['latency_ms']:.2f}",
+                          "yes" if valid else "[red]NO[/]")
+        console.print(table)
+    if not all(r["valid"] for r in results):
+        raise typer.Exit(1)
+
+
+@generate_app.command("workflow")
+def generate_workflow_cmd(
+    family: Annotated[str, typer.Option(help="layered, ml_pipeline, etl_star or random")],
+    tasks: Annotated[int, typer.Option(help="number of tasks")],
+    out: Annotated[Path, typer.Option(help="output file (.yaml or .json)")],
+    seed: int = 0,
+    ccr: Annotated[float, typer.Option(help="communication-to-computation ratio")] = 0.5,
+    density: Annotated[float, typer.Option(help="edge density of the random family")] = 0.3,
+) -> None:
+    """A synthetic workflow from a topology family."""
+    from dagsched.generate import generate_workflow
+    from dagsched.io import write_workflow
+
+    try:
+        wf = generate_workflow(family, tasks, seed, ccr=ccr, density=density)
+        write_workflow(wf, out)
+    except InputError as err:
+        raise _fail(err) from None
+    console.print(f"wrote {out}: {len(wf.tasks)} tasks, {len(wf.edges)} edges")
+
+
+@generate_app.command("recipe")
+def generate_recipe_cmd(
+    recipe: Annotated[str, typer.Option(help="WfCommons recipe: montage, epigenomics, 1000genome, blast, ...")],
+    tasks: Annotated[int, typer.Option(help="upper bound on the number of tasks")],
+    out: Annotated[Path, typer.Option(help="output file (.yaml or .json)")],
+    seed: int = 0,
+) -> None:
+    """A workflow from a WfCommons recipe (offline)."""
+    from dagsched.generate import recipe_workflow
+    from dagsched.io import write_workflow
+
+    try:
+        wf = recipe_workflow(recipe, tasks, seed)
+        write_workflow(wf, out)
+    except InputError as err:
+        raise _fail(err) from None
+    console.print(f"wrote {out}: {len(wf.tasks)} tasks, {len(wf.edges)} edges")
+
+
+@generate_app.command("cluster")
+def generate_cluster_cmd(
+    preset: Annotated[str, typer.Option(help="preset name, e.g. homog-8, hetero-16, large-100")],
+    out: Annotated[Path, typer.Option(help="output file (.yaml or .json)")],
+) -> None:
+    """A cluster file from a named preset."""
+    from dagsched.io import write_cluster
+
+    try:
+        cluster = resolve_cluster(preset)
+        if Path(preset).exists():
+            raise InputError("--preset", f"'{preset}' is a file, not a preset name")
+        write_cluster(cluster, out)
+    except InputError as err:
+        raise _fail(err) from None
+    console.print(f"wrote {out}: {len(cluster.nodes)} nodes")
+
+
+@generate_app.command("stream")
+def generate_stream_cmd(
+    out_dir: Annotated[Path, typer.Option("--out-dir", help="folder for one file per workflow")],
+    workflows: Annotated[int, typer.Option(help="number of workflows")] = 10,
+    rate: Annotated[float, typer.Option(help="arrivals per hour (Poisson)")] = 6.0,
+    min_tasks: int = 10,
+    max_tasks: int = 100,
+    seed: int = 0,
+) -> None:
+    """A stream of workflows of mixed families arriving as a Poisson process."""
+    from dagsched.generate import FAMILIES, workflow_stream
+    from dagsched.io import write_workflow
+
+    try:
+        stream = workflow_stream(list(FAMILIES), workflows, (min_tasks, max_tasks), rate, seed)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for wf in stream:
+            write_workflow(wf, out_dir / f"{wf.name}.yaml")
+    except InputError as err:
+        raise _fail(err) from None
+    console.print(f"wrote {len(stream)} workflows to {out_dir}")
+
+
+def main() -> None:  # pragma: no cover
+    app()
