@@ -61,28 +61,43 @@ def _is_classic_file(path: Path) -> bool:
     return detect_format(read_document(path)) == "classic"
 
 
-def sim_config(classic: bool, noise_cv: float, mtbf: float | None, mttr: float | None, stragglers: float,
-               overrun: float | None):  # -> SimConfig
+def sim_config(
+    classic: bool, noise_cv: float, mtbf: float | None, mttr: float | None, stragglers: float, overrun: float | None
+):  # -> SimConfig
     from pydantic import ValidationError
 
     from dagsched.model.errors import from_pydantic
     from dagsched.sim.config import SimConfig
 
     try:
-        return SimConfig(classic=classic, noise_cv=noise_cv, mtbf_s=mtbf, mttr_s=mttr,
-                         straggler_rate_per_h=stragglers, overrun_factor=overrun)
+        return SimConfig(
+            classic=classic,
+            noise_cv=noise_cv,
+            mtbf_s=mtbf,
+            mttr_s=mttr,
+            straggler_rate_per_h=stragglers,
+            overrun_factor=overrun,
+        )
     except ValidationError as err:
         raise from_pydantic(err, "config") from None
 
 
-WorkflowOpt = Annotated[list[Path], typer.Option("--workflow", "-w", help="workflow file (native, WfFormat or classic); repeat for several")]
-ClusterOpt = Annotated[str | None, typer.Option("--cluster", "-c", help="cluster preset name or file; classic files need none")]
-ClassicOpt = Annotated[bool | None, typer.Option("--classic/--cloud", help="textbook model (default for classic-format files)")]
+WorkflowOpt = Annotated[
+    list[Path], typer.Option("--workflow", "-w", help="workflow file (native, WfFormat or classic); repeat for several")
+]
+ClusterOpt = Annotated[
+    str | None, typer.Option("--cluster", "-c", help="cluster preset name or file; classic files need none")
+]
+ClassicOpt = Annotated[
+    bool | None, typer.Option("--classic/--cloud", help="textbook model (default for classic-format files)")
+]
 NoiseOpt = Annotated[float, typer.Option(help="runtime noise CV (cloud mode)")]
 MtbfOpt = Annotated[float | None, typer.Option("--mtbf", help="mean time between node failures, s")]
 MttrOpt = Annotated[float | None, typer.Option("--mttr", help="mean time to repair, s")]
 StragOpt = Annotated[float, typer.Option("--stragglers", help="straggler episodes per node per hour")]
-OverrunOpt = Annotated[float | None, typer.Option("--overrun", help="migrate tasks running past this multiple of prediction")]
+OverrunOpt = Annotated[
+    float | None, typer.Option("--overrun", help="migrate tasks running past this multiple of prediction")
+]
 
 
 def _mode(classic: bool | None, workflows: list[Path]) -> bool:
@@ -98,7 +113,7 @@ def info(
 ) -> None:
     """Tasks, edges, levels, critical path, total work and width of a workflow."""
     try:
-        from dagsched.io import read_document, detect_format, read_problem, workflow_from_dict
+        from dagsched.io import detect_format, read_document, read_problem, workflow_from_dict
         from dagsched.model.compiled import compile_problem
         from dagsched.model.entities import Cluster, Node, Problem
         from dagsched.model.graph import critical_path_s, levels, total_work_s, width
@@ -223,8 +238,13 @@ def compare(
     except InputError as err:
         raise _fail(err) from None
     results: list[dict[str, Any]] = []
-    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-               TimeElapsedColumn(), TimeRemainingColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, console=err_console, transient=True, disable=as_json or not sys.stderr.isatty()) as bar:
         job = bar.add_task("simulating", total=len(names) * seeds)
         for name in names:
@@ -232,25 +252,46 @@ def compare(
                 bar.update(job, description=f"{name} seed {seed}")
                 r = run_one(cp, make_scheduler(name), config, seed)
                 m = r.metrics
-                results.append({"scheduler": name, "seed": seed, "makespan": m.makespan, "cost": m.cost,
-                                "sla_hit_rate": m.sla_hit_rate, "utilisation": m.utilisation, "slr": m.slr,
-                                "latency_ms": m.decision_latency_mean_ms, "valid": r.valid})
+                results.append(
+                    {
+                        "scheduler": name,
+                        "seed": seed,
+                        "makespan": m.makespan,
+                        "cost": m.cost,
+                        "sla_hit_rate": m.sla_hit_rate,
+                        "utilisation": m.utilisation,
+                        "slr": m.slr,
+                        "latency_ms": m.decision_latency_mean_ms,
+                        "valid": r.valid,
+                    }
+                )
                 bar.advance(job)
     if as_json:
         print(json.dumps({"results": results}))
     else:
-        table = Table(title=f"{cp.n_tasks} tasks on {cp.n_nodes} nodes, {'classic' if config.classic else 'cloud'} mode, {seeds} seeds (means)")
+        mode = "classic" if config.classic else "cloud"
+        table = Table(title=f"{cp.n_tasks} tasks on {cp.n_nodes} nodes, {mode} mode, {seeds} seeds (means)")
         for col in ("scheduler", "makespan (s)", "SLR", "cost", "SLA hit", "utilisation", "decision ms", "valid"):
             table.add_column(col, justify="right" if col != "scheduler" else "left")
         rows = []
         for name in names:
             mine = [r for r in results if r["scheduler"] == name]
-            mean = {k: float(np.mean([r[k] for r in mine])) for k in ("makespan", "slr", "cost", "sla_hit_rate", "utilisation", "latency_ms")}
+            mean = {
+                k: float(np.mean([r[k] for r in mine]))
+                for k in ("makespan", "slr", "cost", "sla_hit_rate", "utilisation", "latency_ms")
+            }
             rows.append((mean["makespan"], name, mean, all(r["valid"] for r in mine)))
         for _, name, mean, valid in sorted(rows):
-            table.add_row(name, f"{mean['makespan']:,.1f}", f"{mean['slr']:.3f}", f"{mean['cost']:.3f}",
-                          f"{mean['sla_hit_rate']:.2f}", f"{mean['utilisation']:.2f}", f"{mean['latency_ms']:.2f}",
-                          "yes" if valid else "[red]NO[/]")
+            table.add_row(
+                name,
+                f"{mean['makespan']:,.1f}",
+                f"{mean['slr']:.3f}",
+                f"{mean['cost']:.3f}",
+                f"{mean['sla_hit_rate']:.2f}",
+                f"{mean['utilisation']:.2f}",
+                f"{mean['latency_ms']:.2f}",
+                "yes" if valid else "[red]NO[/]",
+            )
         console.print(table)
     if not all(r["valid"] for r in results):
         raise typer.Exit(1)

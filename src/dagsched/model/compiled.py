@@ -95,7 +95,6 @@ def compile_problem(problem: Problem) -> CompiledProblem:
     """Flatten a validated Problem into arrays (O(tasks x nodes + edges))."""
     nodes = problem.cluster.nodes
     node_pos = {n.id: i for i, n in enumerate(nodes)}
-    m = len(nodes)
     cap = np.array([[n.cpu, n.mem, n.gpu] for n in nodes], dtype=np.float64)
     speed = np.array([n.speed for n in nodes], dtype=np.float64)
     node_bw = np.array([n.bandwidth for n in nodes], dtype=np.float64)
@@ -170,9 +169,7 @@ def compile_problem(problem: Problem) -> CompiledProblem:
     )
 
 
-def _csr(
-    rows: IntArray, cols: IntArray, data: FloatArray, n: int
-) -> tuple[IntArray, IntArray, FloatArray]:
+def _csr(rows: IntArray, cols: IntArray, data: FloatArray, n: int) -> tuple[IntArray, IntArray, FloatArray]:
     order = np.lexsort((cols, rows))
     counts = np.bincount(rows, minlength=n) if len(rows) else np.zeros(n, dtype=np.int64)
     ptr = np.zeros(n + 1, dtype=np.int64)

@@ -87,9 +87,7 @@ class Workflow(_Strict):
     tasks: list[Task]
     edges: list[Edge] = Field(default_factory=list)
     submit_time: NonNegative = Field(0.0, description="seconds from the start of the run")
-    deadline: NonNegative | None = Field(
-        None, description="seconds after submission; default 2 x critical-path length"
-    )
+    deadline: NonNegative | None = Field(None, description="seconds after submission; default 2 x critical-path length")
     labels: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")

@@ -19,6 +19,7 @@ import numpy as np
 
 from dagsched.model.compiled import CompiledProblem
 from dagsched.sim.config import SimConfig
+from dagsched.sim.slots import NodeTimeline
 from dagsched.sim.trace import Attempt, Outage, Slowdown, Trace
 
 if TYPE_CHECKING:
@@ -169,7 +170,11 @@ class Simulator:
         for k in range(cp.pred_ptr[t], cp.pred_ptr[t + 1]):
             p = cp.pred_idx[k]
             src = self.node_of[p]
-            arrival = self.finish_s[p] if src == nd else self.finish_s[p] + cp.pred_data[k] / cp.bandwidth[src, nd] + cp.latency_s
+            arrival = (
+                self.finish_s[p]
+                if src == nd
+                else self.finish_s[p] + cp.pred_data[k] / cp.bandwidth[src, nd] + cp.latency_s
+            )
             if arrival > at:
                 at = float(arrival)
         return at
@@ -209,13 +214,11 @@ class Simulator:
     def predicted_end_s(self, t: int) -> float:
         """When running task t is expected to end, from its prediction (never the hidden truth)."""
         r = self.running[t]
-        expected = r.start + float(self.cp.exec_s[t, r.node]) * self.slow_factor[r.node]
+        expected = r.start + float(self.cp.exec_s[t, r.node]) * float(self.slow_factor[r.node])
         return max(expected, self.now)
 
-    def node_timelines(self) -> list:  # list[NodeTimeline]
+    def node_timelines(self) -> list[NodeTimeline]:
         """Planning timelines holding the running tasks until their predicted ends."""
-        from dagsched.sim.slots import NodeTimeline
-
         lines = []
         for nd in range(self.cp.n_nodes):
             cap = self.cap[nd]
@@ -355,10 +358,9 @@ class Simulator:
                 self.migrations[payload] += 1
                 self.avoid_node[payload] = run.node
                 self._stop(payload, "overrun")
-        elif kind == WAKE:
-            if self._wake_pending == self.now:
-                self._wake_pending = None
-                self._changed = True
+        elif kind == WAKE and self._wake_pending == self.now:
+            self._wake_pending = None
+            self._changed = True
 
     def step(self) -> bool:
         """Handle every event of the next instant; False when nothing is left to do."""
@@ -382,10 +384,10 @@ class Simulator:
         self.n_decisions += 1
         for t, nd in decision.assignments:
             self.start(int(t), int(nd))
-        if decision.wake_at is not None and decision.wake_at > self.now:
-            if self._wake_pending is None or decision.wake_at < self._wake_pending:
-                self._wake_pending = float(decision.wake_at)
-                self._push(self._wake_pending, WAKE, 0)
+        wake = decision.wake_at
+        if wake is not None and wake > self.now and (self._wake_pending is None or wake < self._wake_pending):
+            self._wake_pending = float(wake)
+            self._push(self._wake_pending, WAKE, 0)
 
     def run(self, scheduler: Scheduler, max_time_s: float = _INF) -> Trace:
         """Run to completion (or `max_time_s`) and return the trace."""
@@ -424,8 +426,20 @@ class Simulator:
         f.seed = self.seed
         f.classic = self.classic
         f.now = self.now
-        for name in ("status", "preds_left", "node_of", "start_s", "finish_s", "attempts", "migrations",
-                     "avoid_node", "free", "node_up", "node_available_s", "submitted"):
+        for name in (
+            "status",
+            "preds_left",
+            "node_of",
+            "start_s",
+            "finish_s",
+            "attempts",
+            "migrations",
+            "avoid_node",
+            "free",
+            "node_up",
+            "node_available_s",
+            "submitted",
+        ):
             setattr(f, name, getattr(self, name).copy())
         f.cap = self.cap
         f.slow_factor = np.ones(self.cp.n_nodes)
@@ -452,7 +466,9 @@ class Simulator:
         for t, run in self.running.items():
             f._version += 1
             predicted_left = max(float(self.cp.exec_s[t, run.node]) - (self.now - run.start), 0.0)
-            f.running[t] = _Running(run.node, run.start, predicted_left, self.now, f._version, float(self.cp.exec_s[t, run.node]))
+            f.running[t] = _Running(
+                run.node, run.start, predicted_left, self.now, f._version, float(self.cp.exec_s[t, run.node])
+            )
             f._push(self.now + predicted_left, FINISH, t, f._version)
         for w in np.flatnonzero(~self.submitted):
             f._push(float(self.cp.wf_submit_s[w]), ARRIVAL, int(w))

@@ -29,7 +29,7 @@ def trace_rows(cp: CompiledProblem, trace: Trace) -> list[dict[str, Any]]:
         )
     seen: dict[tuple[str, str], int] = {}
     for row in rows:
-        key = (row["workflow"], row["task"])
+        key = (str(row["workflow"]), str(row["task"]))
         seen[key] = seen.get(key, 0) + 1
         row["attempt"] = seen[key]
     return rows
@@ -61,7 +61,9 @@ def write_trace(cp: CompiledProblem, trace: Trace, path: Path, metrics: Metrics 
     if path.suffix == ".csv":
         rows = trace_rows(cp, trace)
         with path.open("w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=["workflow", "task", "node", "start", "finish", "outcome", "attempt"])
+            writer = csv.DictWriter(
+                fh, fieldnames=["workflow", "task", "node", "start", "finish", "outcome", "attempt"]
+            )
             writer.writeheader()
             writer.writerows(rows)
     else:
