@@ -25,16 +25,18 @@ class Replay(Scheduler):
 
     name = "replay"
 
-    def __init__(self, node_of: dict[int, int]) -> None:
+    def __init__(self, node_of: dict[int, int], start_of: dict[int, float]) -> None:
         super().__init__()
         self.node_of = node_of
+        self.start_of = start_of
 
     def decide(self, sim: Simulator) -> Decision:
-        out = []
-        for t in sim.ready_tasks():
+        out, taken = [], set()
+        for t in sorted(sim.ready_tasks(), key=self.start_of.__getitem__):
             nd = self.node_of[t]
-            if sim.can_start(t, nd):
+            if nd not in taken and sim.can_start(t, nd):
                 out.append((t, nd))
+                taken.add(nd)  # classic mode: one start per node per instant
         return Decision(out)
 
 
@@ -63,23 +65,30 @@ def main() -> None:
     trace = sim.run(heft)
     assert validate_trace(cp, trace).ok
     node_of = {a.task: a.node for a in trace.attempts}
+    start_of = {a.task: a.start for a in trace.attempts}
+
+    engine_s: list[float] = []
 
     def engine_only() -> None:
         s = Simulator(cp, classic, 1)
-        r = Replay(node_of)
+        r = Replay(node_of, start_of)
         r.reset(cp, s, 1)
-        s.run(r)
+        t0 = time.perf_counter()
+        tr = s.run(r)
+        engine_s.append(time.perf_counter() - t0 - sum(tr.decision_latency_s))
 
     times = _time(engine_only, args.repeats)
     events = 2 * cp.n_tasks  # a start and a finish per task
-    print("engine (replaying a fixed plan, classic mode)")
-    median = statistics.median(times)
-    print(f"  median {median * 1e3:8.1f} ms  -> {events / median:10,.0f} task events/s")
+    print("engine replaying HEFT's plan, classic mode (engine = run time minus time inside decide())")
+    median, engine = statistics.median(times), statistics.median(engine_s)
+    print(f"  whole run median {median * 1e3:8.1f} ms -> {events / median:10,.0f} task events/s")
+    print(f"  engine    median {engine * 1e3:8.1f} ms -> {events / engine:10,.0f} task events/s")
 
     def plan_heft() -> None:
         h = make_scheduler("heft")
         s = Simulator(cp, classic, 1)
         h.reset(cp, s, 1)
+        s.step()  # the arrival at t=0 makes the workflow visible
         h._replan(s)  # the whole plan, as at the first decision
 
     times = _time(plan_heft, args.repeats)

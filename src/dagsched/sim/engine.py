@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import heapq
 import time as wallclock
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from dagsched.model.compiled import CompiledProblem
 from dagsched.sim.config import SimConfig
@@ -57,6 +59,39 @@ class _Running:
     nominal_s: float
 
 
+@dataclass(frozen=True, slots=True)
+class _Static:
+    """Python-list views of the compiled problem for scalar-heavy loops (numpy scalars are slow)."""
+
+    preds: list[list[int]]
+    pred_data: list[list[float]]
+    succs: list[list[int]]
+    task_wf: list[int]
+    bandwidth: list[list[float]]
+    exec_s: list[list[float]]
+
+
+_STATIC: weakref.WeakKeyDictionary[CompiledProblem, _Static] = weakref.WeakKeyDictionary()
+
+
+def _static(cp: CompiledProblem) -> _Static:
+    cached = _STATIC.get(cp)
+    if cached is None:
+        ptr, sptr = cp.pred_ptr.tolist(), cp.succ_ptr.tolist()
+        idx, data, sidx = cp.pred_idx.tolist(), cp.pred_data.tolist(), cp.succ_idx.tolist()
+        n = cp.n_tasks
+        cached = _Static(
+            preds=[idx[ptr[t] : ptr[t + 1]] for t in range(n)],
+            pred_data=[data[ptr[t] : ptr[t + 1]] for t in range(n)],
+            succs=[sidx[sptr[t] : sptr[t + 1]] for t in range(n)],
+            task_wf=cp.task_wf.tolist(),
+            bandwidth=cp.bandwidth.tolist(),
+            exec_s=cp.exec_s.tolist(),
+        )
+        _STATIC[cp] = cached
+    return cached
+
+
 class Simulator:
     """State and event loop of one run. Build it, then `run(scheduler)`."""
 
@@ -68,7 +103,9 @@ class Simulator:
         n, m = cp.n_tasks, cp.n_nodes
         self.now = 0.0
         self.status = np.zeros(n, dtype=np.int8)
-        self.preds_left = np.diff(cp.pred_ptr).astype(np.int64)
+        self._st = _static(cp)
+        self._arrival: dict[int, npt.NDArray[np.float64]] = {}
+        self._preds_left = [len(p) for p in self._st.preds]
         self.node_of = np.full(n, -1, dtype=np.int64)
         self.start_s = np.full(n, np.nan)
         self.finish_s = np.full(n, np.nan)
@@ -165,30 +202,32 @@ class Simulator:
 
     def data_ready_s(self, t: int, nd: int) -> float:
         """When all inputs of ready task t are on node nd."""
-        cp = self.cp
-        at = float(cp.wf_submit_s[cp.task_wf[t]])
-        for k in range(cp.pred_ptr[t], cp.pred_ptr[t + 1]):
-            p = cp.pred_idx[k]
-            src = self.node_of[p]
-            arrival = (
-                self.finish_s[p]
-                if src == nd
-                else self.finish_s[p] + cp.pred_data[k] / cp.bandwidth[src, nd] + cp.latency_s
-            )
-            if arrival > at:
-                at = float(arrival)
-        return at
+        return float(self.data_ready_all_s(t)[nd])
 
-    def data_ready_all_s(self, t: int) -> np.ndarray:
-        """`data_ready_s` for every node at once (vectorised over nodes)."""
+    def data_ready_all_s(self, t: int) -> npt.NDArray[np.float64]:
+        """When all inputs of ready task t are on each node (read-only; cached while t is ready).
+
+        Once a task is ready its parents' places and finish times no longer change,
+        so the vector is computed once, vectorised over parents and nodes.
+        """
+        cached = self._arrival.get(t)
+        if cached is not None:
+            return cached
         cp = self.cp
-        at = np.full(cp.n_nodes, float(cp.wf_submit_s[cp.task_wf[t]]))
-        for k in range(cp.pred_ptr[t], cp.pred_ptr[t + 1]):
-            p = cp.pred_idx[k]
-            src = int(self.node_of[p])
-            arrival = self.finish_s[p] + cp.pred_data[k] / cp.bandwidth[src] + cp.latency_s
-            arrival[src] = self.finish_s[p]
-            np.maximum(at, arrival, out=at)
+        lo, hi = cp.pred_ptr[t], cp.pred_ptr[t + 1]
+        submit = float(cp.wf_submit_s[cp.task_wf[t]])
+        if hi == lo:
+            at = np.full(cp.n_nodes, submit)
+        else:
+            parents = cp.pred_idx[lo:hi]
+            src = self.node_of[parents]
+            finish = self.finish_s[parents]
+            arrival = finish[:, None] + cp.pred_data[lo:hi, None] / cp.bandwidth[src] + cp.latency_s
+            arrival[np.arange(hi - lo), src] = finish
+            at = np.maximum(arrival.max(axis=0), submit)
+        at.flags.writeable = False
+        if self.status[t] == READY:
+            self._arrival[t] = at
         return at
 
     def request(self, t: int) -> tuple[float, float, float]:
@@ -252,7 +291,7 @@ class Simulator:
         self.status[t] = RUNNING
         self.node_of[t] = nd
         self.start_s[t] = self.now
-        nominal = float(self.cp.exec_s[t, nd]) * self._attempt_noise(t)
+        nominal = self._st.exec_s[t][nd] * self._attempt_noise(t)
         self.attempts[t] += 1
         self._version += 1
         run = _Running(nd, self.now, nominal, self.now, self._version, nominal)
@@ -278,12 +317,13 @@ class Simulator:
             self.status[t] = DONE
             self.finish_s[t] = self.now
             self.n_done += 1
-            cp = self.cp
-            for c in cp.succ_idx[cp.succ_ptr[t] : cp.succ_ptr[t + 1]]:
-                self.preds_left[c] -= 1
-                if self.preds_left[c] == 0 and self.submitted[cp.task_wf[c]]:
+            self._arrival.pop(t, None)
+            left, task_wf, submitted = self._preds_left, self._st.task_wf, self.submitted
+            for c in self._st.succs[t]:
+                left[c] -= 1
+                if left[c] == 0 and submitted[task_wf[c]]:
                     self.status[c] = READY
-                    self.ready.add(int(c))
+                    self.ready.add(c)
         else:
             self.status[t] = READY
             self.node_of[t] = -1
@@ -314,7 +354,7 @@ class Simulator:
             self.submitted[payload] = True
             lo, hi = self.cp.wf_task_ptr[payload], self.cp.wf_task_ptr[payload + 1]
             for t in range(lo, hi):
-                if self.preds_left[t] == 0:
+                if self._preds_left[t] == 0:
                     self.status[t] = READY
                     self.ready.add(t)
             self._changed = True
@@ -428,7 +468,6 @@ class Simulator:
         f.now = self.now
         for name in (
             "status",
-            "preds_left",
             "node_of",
             "start_s",
             "finish_s",
@@ -441,6 +480,9 @@ class Simulator:
             "submitted",
         ):
             setattr(f, name, getattr(self, name).copy())
+        f._st = self._st
+        f._arrival = dict(self._arrival)
+        f._preds_left = list(self._preds_left)
         f.cap = self.cap
         f.slow_factor = np.ones(self.cp.n_nodes)
         f.ready = set(self.ready)
