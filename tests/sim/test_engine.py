@@ -13,6 +13,7 @@ from dagsched.sim.config import SimConfig
 from dagsched.sim.engine import Decision, SchedulingError, Simulator
 from dagsched.sim.metrics import billed_cost, compute_metrics
 from dagsched.sim.run import simulate
+from dagsched.sim.validate import validate_trace
 
 
 def _problem(tasks, edges=(), nodes=None, submit=0.0, latency=0.0):
@@ -155,6 +156,16 @@ def test_boot_delay_and_arrival_time_hold_back_starts():
     assert trace.attempts[0].start == pytest.approx(30.0)
     _, trace = _run(cp, Pin({0: 0}), SimConfig(boot_delay=False))
     assert trace.attempts[0].start == pytest.approx(10.0)
+    assert validate_trace(cp, trace).ok  # the trace says boot delays were off
+
+
+def test_lower_bound_counts_from_the_first_submission():
+    """A workflow submitted late has the same lower bound, and SLR, as one submitted at 0."""
+    late = _problem([Task(id="a", runtime=10), Task(id="b", runtime=20)], [Edge(src="a", dst="b")], submit=100)
+    _, trace = _run(late, Pin({0: 0, 1: 0}))
+    m = compute_metrics(late, trace, SimConfig())
+    assert m.lower_bound == pytest.approx(30.0)
+    assert m.makespan == pytest.approx(30.0) and m.slr == pytest.approx(1.0)
 
 
 def test_billing_per_node_from_first_start_to_last_finish():

@@ -1,6 +1,17 @@
 """One scheduler per file; importing this package registers them all."""
 
-from dagsched.schedulers import fcfs, heft, random  # noqa: F401
+from dagsched.schedulers import (  # noqa: F401
+    cpop,
+    fcfs,
+    heft,
+    kube_default,
+    max_min,
+    min_min,
+    peft,
+    random,
+    round_robin,
+    sjf,
+)
 from dagsched.schedulers.base import Decision, Scheduler, make_scheduler, register, registered_names
 
 __all__ = ["Decision", "Scheduler", "make_scheduler", "register", "registered_names"]

@@ -19,7 +19,7 @@ _EPS = 1e-9
 
 
 class ListScheduler(Scheduler):
-    """Immediate mode: take ready tasks in `order`, start each on a node `choose_node` picks among those that can start it now."""
+    """Immediate mode: serve ready tasks in `order`; `choose_node` picks among the nodes that can start each now."""
 
     @abstractmethod
     def order(self, ready: list[int]) -> list[int]:
@@ -68,10 +68,18 @@ class BatchMapper(Scheduler):
         """Position in `candidates` of the task to map next, given each one's best completion time."""
 
     def decide(self, sim: Simulator) -> Decision:
-        ready = [t for t in sim.ready_tasks() if sim.avoid_node[t] < 0 or sim.cp.n_nodes > 1]
+        ready = sim.ready_tasks()
+        m = sim.cp.n_nodes
         lines = sim.node_timelines()
         arrival = {t: sim.data_ready_all_s(t) for t in ready}
-        ect = np.array([[self._slot(sim, lines, t, n, arrival[t])[1] for n in range(sim.cp.n_nodes)] for t in ready])
+        # a migrated task avoids the node it overran on, unless no other node can ever take it
+        self._avoid: dict[int, int] = {}
+        for t in ready:
+            avoid = int(sim.avoid_node[t])
+            if avoid >= 0 and any(n != avoid and self._can_host(sim, lines, t, n) for n in range(m)):
+                self._avoid[t] = avoid
+        ect = np.array([[self._slot(sim, lines, t, n, arrival[t])[1] for n in range(m)] for t in ready])
+        free = sim.free.copy()
         assignments: list[tuple[int, int]] = []
         wake = np.inf
         remaining = list(range(len(ready)))
@@ -83,9 +91,15 @@ class BatchMapper(Scheduler):
             start, end = self._slot(sim, lines, t, nd, arrival[t])
             if not np.isfinite(end):
                 continue
-            lines[nd].reserve(start, end, sim.request(t))
+            req = sim.request(t)
+            lines[nd].reserve(start, end, req)
             if start <= sim.now + _EPS:
-                assignments.append((t, nd))
+                # the timelines miss what they cannot see (a zero-length task just mapped, a task
+                # running past its prediction): start only what really fits now; the rest waits
+                # for the finish event that frees the room
+                if np.all(free[nd] + _EPS >= req):
+                    free[nd] -= req
+                    assignments.append((t, nd))
             else:
                 wake = min(wake, start)
             for r in remaining:
@@ -93,14 +107,20 @@ class BatchMapper(Scheduler):
         return Decision(assignments, wake if np.isfinite(wake) else None)
 
     @staticmethod
-    def _slot(sim: Simulator, lines: list[NodeTimeline], t: int, nd: int, arrival: np.ndarray) -> tuple[float, float]:
-        """Earliest (start, finish) of t on nd; (inf, inf) where it can never fit or should avoid nd."""
+    def _can_host(sim: Simulator, lines: list[NodeTimeline], t: int, nd: int) -> bool:
         req = sim.request(t)
         cap = lines[nd].cap
-        if req[0] > cap[0] or req[1] > cap[1] or req[2] > cap[2] or not np.isfinite(lines[nd].available_from):
+        return (
+            req[0] <= cap[0] and req[1] <= cap[1] and req[2] <= cap[2] and bool(np.isfinite(lines[nd].available_from))
+        )
+
+    def _slot(
+        self, sim: Simulator, lines: list[NodeTimeline], t: int, nd: int, arrival: np.ndarray
+    ) -> tuple[float, float]:
+        """Earliest (start, finish) of t on nd; (inf, inf) where it can never fit or should avoid nd."""
+        if not self._can_host(sim, lines, t, nd) or self._avoid.get(t) == nd:
             return np.inf, np.inf
-        if sim.avoid_node[t] == nd:
-            return np.inf, np.inf
+        req = sim.request(t)
         dur = float(sim.cp.exec_s[t, nd])
         start = lines[nd].earliest_start(max(float(arrival[nd]), sim.now), dur, req)
         return start, start + dur

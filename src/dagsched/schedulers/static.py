@@ -10,7 +10,9 @@ than `replan_slack` of its planned time (at most `max_replans` times per run).
 
 from __future__ import annotations
 
+import heapq
 from abc import abstractmethod
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -62,10 +64,35 @@ def earliest_finish(
         cap = line.cap
         if req[0] > cap[0] or req[1] > cap[1] or req[2] > cap[2] or not np.isfinite(line.available_from):
             continue
-        if sim.avoid_node[t] == nd and m > 1:
-            continue
         start[nd] = line.earliest_start(float(arrival[nd]), float(sim.cp.exec_s[t, nd]), req)
+    avoid = int(sim.avoid_node[t])
+    if avoid >= 0 and np.isfinite(np.delete(start, avoid)).any():
+        start[avoid] = np.inf  # migrated off it: elsewhere if anywhere else can take it
     return start, start + sim.cp.exec_s[t]
+
+
+def ready_first(cp: CompiledProblem, tasks: list[int], priority: np.ndarray) -> Iterator[int]:
+    """`tasks` one at a time from a ready queue, highest `priority` first (CPOP's and PEFT's planning order).
+
+    A task is ready once every parent in `tasks` has been yielded (the caller places
+    each task before asking for the next); parents outside `tasks` have started
+    already. Ties by topological position, so the order is deterministic.
+    """
+    pos = np.empty(cp.n_tasks, dtype=np.int64)
+    pos[cp.topo] = np.arange(cp.n_tasks)
+    todo = set(tasks)
+    waiting = {t: sum(1 for p in cp.preds(t) if int(p) in todo) for t in tasks}
+    queue = [(-float(priority[t]), int(pos[t]), t) for t in tasks if waiting[t] == 0]
+    heapq.heapify(queue)
+    while queue:
+        t = heapq.heappop(queue)[2]
+        yield t
+        for c in cp.succs(t):
+            c = int(c)
+            if c in todo:
+                waiting[c] -= 1
+                if waiting[c] == 0:
+                    heapq.heappush(queue, (-float(priority[c]), int(pos[c]), c))
 
 
 class StaticPlanner(Scheduler):
@@ -83,6 +110,8 @@ class StaticPlanner(Scheduler):
         self.planned_wf = np.zeros(cp.n_workflows, dtype=bool)
         self.watch: set[int] = set()
         self.replans = 0
+        self.unplaced = False
+        self.planned_up = np.ones(cp.n_nodes, dtype=bool)
         self.prepare(cp)
 
     def prepare(self, cp: CompiledProblem) -> None:
@@ -93,7 +122,7 @@ class StaticPlanner(Scheduler):
         """Place every task of `tasks` (unstarted, parents placed or in `tasks`) with `self.assign`."""
 
     def assign(self, lines: list[NodeTimeline], state: PlanState, t: int, nd: int, start: float) -> None:
-        """Record t on nd from `start`, reserving its slot."""
+        """Record t on nd from `start`, reserving its slot (an infinite `start`: no node can take t now)."""
         finish = start + float(self.cp.exec_s[t, nd])
         lines[nd].reserve(start, finish, self._sim.request(t))
         state.place(t, nd, finish)
@@ -109,7 +138,14 @@ class StaticPlanner(Scheduler):
         self.node[tasks] = -1
         self.plan_tasks(sim, tasks, sim.node_timelines(), PlanState(sim))
         self.queues = [[] for _ in range(sim.cp.n_nodes)]
-        for t in sorted(tasks, key=lambda t: (self.planned_start[t], t)):
+        # tasks no node can take now (the only nodes that fit are down) wait, unqueued, for a node to change
+        placed = [t for t in tasks if np.isfinite(self.planned_start[t])]
+        self.unplaced = len(placed) < len(tasks)
+        self.planned_up = sim.node_up.copy()
+        pos = np.empty(sim.cp.n_tasks, dtype=np.int64)
+        pos[sim.cp.topo] = np.arange(sim.cp.n_tasks)
+        # ties by topological position: a zero-length parent planned at its child's start goes first
+        for t in sorted(placed, key=lambda t: (self.planned_start[t], pos[t])):
             self.queues[int(self.node[t])].append(t)
 
     def _needs_replan(self, sim: Simulator) -> bool:
@@ -121,12 +157,14 @@ class StaticPlanner(Scheduler):
                 self.watch.discard(t)
                 planned = self.planned_finish[t] - self.planned_start[t]
                 late = late or sim.finish_s[t] - self.planned_finish[t] > self.replan_slack * planned + 1e-6
-            elif sim.status[t] == READY and sim.avoid_node[t] == self.node[t]:
+            elif sim.status[t] == READY:
                 self.watch.discard(t)
-                return True  # migrated off its planned node
+                return True  # its node failed under it, or it was migrated: back to ready, in no queue
         for nd, queue in enumerate(self.queues):
             if queue and not sim.node_up[nd]:
                 return True
+        if self.unplaced and not np.array_equal(sim.node_up, self.planned_up):
+            return True
         return late and self.replans < self.max_replans
 
     def decide(self, sim: Simulator) -> Decision:
@@ -150,7 +188,7 @@ class StaticPlanner(Scheduler):
                 if not fits or arrival > sim.now + _EPS:
                     if arrival > sim.now + _EPS:
                         wake = min(wake, arrival)
-                    elif ok_now is False:
+                    elif not ok_now:
                         wake = min(wake, float(sim.node_available_s[nd]))
                     break
                 free[nd] -= req

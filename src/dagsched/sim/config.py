@@ -32,7 +32,9 @@ class SimConfig(BaseModel):
     @model_validator(mode="after")
     def _classic_is_exact(self) -> SimConfig:
         if self.classic and (self.noise_cv or self.mtbf_s or self.straggler_rate_per_h or self.overrun_factor):
-            raise ValueError("classic mode is exact: noise_cv, mtbf_s, straggler_rate_per_h and overrun_factor must be off")
+            raise ValueError(
+                "classic mode is exact: noise_cv, mtbf_s, straggler_rate_per_h and overrun_factor must be off"
+            )
         return self
 
     @property

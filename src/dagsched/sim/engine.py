@@ -127,7 +127,13 @@ class Simulator:
         self.n_done = 0
         self.n_decisions = 0
         self.predicted = False  # True in forks: runtimes are the predictions
-        self.trace = Trace(scheduler="", seed=seed, classic=self.classic, noise_cv=self.config.noise_cv)
+        self.trace = Trace(
+            scheduler="",
+            seed=seed,
+            classic=self.classic,
+            noise_cv=self.config.noise_cv,
+            boot_delay=self.config.effective_boot_delay,
+        )
         self._heap: list[tuple[float, int, int, int, int]] = []
         self._seq = 0
         self._version = 0
@@ -490,7 +496,9 @@ class Simulator:
         f.n_done = self.n_done
         f.n_decisions = 0
         f.predicted = True
-        f.trace = Trace(scheduler="", seed=self.seed, classic=self.classic, noise_cv=0.0)
+        f.trace = Trace(
+            scheduler="", seed=self.seed, classic=self.classic, noise_cv=0.0, boot_delay=self.trace.boot_delay
+        )
         f._noise = self._noise  # never read in predicted mode
         f._sigma2 = 0.0
         f._retry_rng = self._retry_rng

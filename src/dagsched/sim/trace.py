@@ -59,6 +59,7 @@ class Trace:
     seed: int
     classic: bool
     noise_cv: float
+    boot_delay: bool = True  # whether nodes' boot delays applied (off in classic mode)
     attempts: list[Attempt] = field(default_factory=list)
     outages: list[Outage] = field(default_factory=list)
     slowdowns: list[Slowdown] = field(default_factory=list)

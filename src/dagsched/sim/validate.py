@@ -391,7 +391,7 @@ class _NodeDowntime:
 def _check_availability(ctx: _Context, attempts: list[Attempt], out: list[str]) -> None:
     """Attempts run only while their node is up and booted; failures coincide with outages."""
     cp, tol = ctx.cp, ctx.tol
-    boot = cp.boot_delay_s.tolist()
+    boot = cp.boot_delay_s.tolist() if ctx.trace.boot_delay else [0.0] * cp.n_nodes
     per_node: dict[int, list[Outage]] = defaultdict(list)
     for outage in ctx.trace.outages:
         if 0 <= outage.node < cp.n_nodes:

@@ -1,0 +1,94 @@
+"""Kubernetes default: what kube-scheduler's default profile does with each pod, blind to the DAG.
+
+Pods (ready tasks) leave the queue in PrioritySort order: higher `priority` first, then
+FIFO (task index). Each is filtered to the nodes that are up and fit its request
+(NodeResourcesFit's filter) and scored by the two default resource scorers, weight 1
+each: NodeResourcesFit's LeastAllocated strategy, the mean over cpu and memory of
+(capacity - requested) x 100 / capacity, and NodeResourcesBalancedAllocation,
+(1 - std of the requested/capacity fractions) x 100, both counted with the pod placed.
+The best total wins; ties go to the lowest node index. The pod is then bound to that
+node, holding its request there (the scheduler cache's "assume") until its inputs have
+arrived and it starts, as a pod waits in its init container for its data.
+References: https://kubernetes.io/docs/concepts/scheduling-eviction/kube-scheduler/,
+https://kubernetes.io/docs/reference/scheduling/config/#scheduling-plugins and the plugins
+noderesources/least_allocated.go and balanced_allocation.go of kubernetes/kubernetes.
+O(r p) per decision for r ready tasks and p nodes.
+Departures: scores are real numbers (Kubernetes truncates each to an integer, which only
+makes more ties); a resource a node has none of is left out of its scores, as upstream,
+and an unlimited one (classic mode's memory) counts as a fraction 0; pods with no request
+are not given the 100m cpu / 200 MiB scoring default; GPUs are filtered but not scored;
+plugins with nothing to act on in this model (taints, affinity, topology spread, image
+locality) are absent. It ignores speed, data locality and transfers: that is the point.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dagsched.model.compiled import CompiledProblem
+from dagsched.schedulers.base import Scheduler, register
+from dagsched.sim.engine import READY, Decision, Simulator
+
+_EPS = 1e-9
+MAX_NODE_SCORE = 100.0
+
+
+@register
+class KubeDefault(Scheduler):
+    name = "kube_default"
+
+    def reset(self, cp: CompiledProblem, sim: Simulator, seed: int = 0) -> None:
+        super().reset(cp, sim, seed)
+        self.bound: dict[int, int] = {}  # pod -> node it is bound to, waiting for its inputs
+
+    def decide(self, sim: Simulator) -> Decision:
+        for t, nd in list(self.bound.items()):
+            if sim.status[t] != READY or not sim.node_up[nd]:
+                del self.bound[t]  # started, or its node failed: back to the queue
+        free = sim.free.copy()
+        for t, nd in self.bound.items():
+            free[nd] -= sim.request(t)
+        assignments: list[tuple[int, int]] = []
+        wake = np.inf
+        for t in sorted(sim.ready_tasks(), key=lambda t: (-int(self.cp.priority[t]), t)):
+            if t not in self.bound:
+                nd = self.schedule_one(sim, t, free)
+                if nd < 0:
+                    continue  # unschedulable for now; retried at the next event
+                self.bound[t] = nd
+                free[nd] -= sim.request(t)
+            nd = self.bound[t]
+            arrival = sim.data_ready_s(t, nd)
+            if arrival <= sim.now + _EPS and sim.node_available_s[nd] <= sim.now + _EPS:
+                assignments.append((t, nd))
+                del self.bound[t]
+            elif arrival > sim.now + _EPS:
+                wake = min(wake, arrival)
+        return Decision(assignments, wake if np.isfinite(wake) else None)
+
+    def schedule_one(self, sim: Simulator, t: int, free: np.ndarray) -> int:
+        """Filter then score: the node to bind pod t to, or -1 when none fits now."""
+        req = np.asarray(sim.request(t))
+        feasible = sim.node_up & (sim.node_available_s <= sim.now + _EPS) & np.all(free + _EPS >= req, axis=1)
+        best, best_score = -1, -np.inf
+        for nd in np.flatnonzero(feasible):
+            score = self.score(sim.cap[nd, :2], free[nd, :2] - req[:2])
+            if score > best_score + _EPS:
+                best, best_score = int(nd), score
+        return best
+
+    @staticmethod
+    def score(cap: np.ndarray, free_after: np.ndarray) -> float:
+        """LeastAllocated + BalancedAllocation of a node with capacity `cap` and `free_after` left (cpu, mem)."""
+        least: list[float] = []
+        fractions: list[float] = []
+        for c, f in zip(cap, free_after, strict=True):
+            if c <= 0:
+                continue  # the node has none of it: upstream skips the resource
+            used = 0.0 if np.isinf(c) else min(max((c - f) / c, 0.0), 1.0)
+            least.append((1.0 - used) * MAX_NODE_SCORE)
+            fractions.append(used)
+        if not least:
+            return 0.0
+        balanced = (1.0 - float(np.std(fractions))) * MAX_NODE_SCORE
+        return float(np.mean(least)) + balanced

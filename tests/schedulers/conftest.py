@@ -1,0 +1,79 @@
+"""Shared fixtures: the textbook example of the HEFT paper, built from dagsched.model objects."""
+
+from __future__ import annotations
+
+import pytest
+
+from dagsched.model import Cluster, CompiledProblem, Edge, Link, Node, Problem, Task, Workflow, compile_problem
+
+# Topcuoglu, Hariri and Wu (IEEE TPDS 2002), Fig. 2: execution time of each task on P1, P2, P3 ...
+HEFT_COSTS = {
+    1: (14, 16, 9),
+    2: (13, 19, 18),
+    3: (11, 13, 19),
+    4: (13, 8, 17),
+    5: (12, 13, 10),
+    6: (13, 16, 9),
+    7: (7, 15, 11),
+    8: (5, 11, 14),
+    9: (18, 12, 20),
+    10: (21, 7, 16),
+}
+# ... and the communication cost of each edge (data over unit bandwidth).
+HEFT_EDGES = {
+    (1, 2): 18,
+    (1, 3): 12,
+    (1, 4): 9,
+    (1, 5): 11,
+    (1, 6): 14,
+    (2, 8): 19,
+    (2, 9): 16,
+    (3, 7): 23,
+    (4, 8): 27,
+    (4, 9): 23,
+    (5, 9): 13,
+    (6, 8): 15,
+    (7, 10): 17,
+    (8, 10): 11,
+    (9, 10): 13,
+}
+
+
+def heft_example_problem() -> Problem:
+    """10 tasks on 3 unrelated processors linked at bandwidth 1, as in the HEFT paper."""
+    tasks = [
+        Task(id=f"T{i}", runtime=sum(w) / 3, costs={f"P{k + 1}": float(c) for k, c in enumerate(w)})
+        for i, w in HEFT_COSTS.items()
+    ]
+    edges = [Edge(src=f"T{a}", dst=f"T{b}", data=float(d)) for (a, b), d in HEFT_EDGES.items()]
+    nodes = [Node(id=f"P{k}", cpu=1, mem=0) for k in (1, 2, 3)]
+    links = [Link(a=a, b=b, bandwidth=1) for a, b in (("P1", "P2"), ("P1", "P3"), ("P2", "P3"))]
+    return Problem(
+        name="heft-paper",
+        workflows=[Workflow(name="heft", tasks=tasks, edges=edges)],
+        cluster=Cluster(nodes=nodes, links=links),
+    )
+
+
+@pytest.fixture(scope="session")
+def heft_problem() -> Problem:
+    return heft_example_problem()
+
+
+@pytest.fixture(scope="session")
+def heft_example() -> CompiledProblem:
+    return compile_problem(heft_example_problem())
+
+
+@pytest.fixture(scope="session")
+def heft_example_tables() -> tuple[dict[int, tuple[int, int, int]], dict[tuple[int, int], int]]:
+    """The example's raw tables (task -> cost per processor, edge -> communication cost), for independent checks."""
+    return HEFT_COSTS, HEFT_EDGES
+
+
+@pytest.fixture(scope="session")
+def two_speed_tasks() -> CompiledProblem:
+    """Independent tasks a, b, c of runtimes 3, 4, 10 on a fast node (speed 2, index 0) and a slow one (speed 1)."""
+    tasks = [Task(id=name, runtime=r) for name, r in (("a", 3.0), ("b", 4.0), ("c", 10.0))]
+    nodes = [Node(id="fast", cpu=1, mem=0, speed=2.0), Node(id="slow", cpu=1, mem=0, speed=1.0)]
+    return compile_problem(Problem(workflows=[Workflow(name="w", tasks=tasks)], cluster=Cluster(nodes=nodes)))
