@@ -215,6 +215,7 @@ def compare(
     cluster: ClusterOpt = None,
     schedulers: Annotated[str, typer.Option(help="comma-separated names, or 'all'")] = "all",
     seeds: Annotated[int, typer.Option(min=1, help="seeds 1..N per scheduler")] = 3,
+    together: Annotated[bool, typer.Option(help="run all workflow files as one problem instead of one each")] = False,
     classic: ClassicOpt = None,
     noise_cv: NoiseOpt = 0.0,
     mtbf: MtbfOpt = None,
@@ -223,18 +224,17 @@ def compare(
     overrun: OverrunOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
 ) -> None:
-    """Run several schedulers on the same problem and seeds; print one table."""
-    import numpy as np
-
+    """Run several schedulers on the same problems and seeds; print one table (means over seeds)."""
     from dagsched.schedulers import make_scheduler, registered_names
     from dagsched.sim.run import simulate as run_one
 
+    groups = [list(workflow)] if together else [[p] for p in workflow]
     try:
         names = registered_names() if schedulers == "all" else [s.strip() for s in schedulers.split(",") if s.strip()]
         for name in names:
             make_scheduler(name)
-        cp = load_compiled(workflow, cluster)
-        config = sim_config(_mode(classic, workflow), noise_cv, mtbf, mttr, stragglers, overrun)
+        problems = [(", ".join(p.name for p in g), load_compiled(g, cluster), _mode(classic, g)) for g in groups]
+        configs = [sim_config(mode, noise_cv, mtbf, mttr, stragglers, overrun) for _, _, mode in problems]
     except InputError as err:
         raise _fail(err) from None
     results: list[dict[str, Any]] = []
@@ -246,55 +246,62 @@ def compare(
         TimeRemainingColumn(),
     )
     with Progress(*columns, console=err_console, transient=True, disable=as_json or not sys.stderr.isatty()) as bar:
-        job = bar.add_task("simulating", total=len(names) * seeds)
-        for name in names:
-            for seed in range(1, seeds + 1):
-                bar.update(job, description=f"{name} seed {seed}")
-                r = run_one(cp, make_scheduler(name), config, seed)
-                m = r.metrics
-                results.append(
-                    {
-                        "scheduler": name,
-                        "seed": seed,
-                        "makespan": m.makespan,
-                        "cost": m.cost,
-                        "sla_hit_rate": m.sla_hit_rate,
-                        "utilisation": m.utilisation,
-                        "slr": m.slr,
-                        "latency_ms": m.decision_latency_mean_ms,
-                        "valid": r.valid,
-                    }
-                )
-                bar.advance(job)
+        job = bar.add_task("simulating", total=len(problems) * len(names) * seeds)
+        for (label, cp, _), config in zip(problems, configs, strict=True):
+            for name in names:
+                for seed in range(1, seeds + 1):
+                    bar.update(job, description=f"{label}: {name} seed {seed}")
+                    r = run_one(cp, make_scheduler(name), config, seed)
+                    m = r.metrics
+                    results.append(
+                        {
+                            "workflow": label,
+                            "scheduler": name,
+                            "seed": seed,
+                            "makespan": m.makespan,
+                            "cost": m.cost,
+                            "sla_hit_rate": m.sla_hit_rate,
+                            "utilisation": m.utilisation,
+                            "slr": m.slr,
+                            "latency_ms": m.decision_latency_mean_ms,
+                            "valid": r.valid,
+                        }
+                    )
+                    bar.advance(job)
     if as_json:
         print(json.dumps({"results": results}))
     else:
-        mode = "classic" if config.classic else "cloud"
-        table = Table(title=f"{cp.n_tasks} tasks on {cp.n_nodes} nodes, {mode} mode, {seeds} seeds (means)")
-        for col in ("scheduler", "makespan (s)", "SLR", "cost", "SLA hit", "utilisation", "decision ms", "valid"):
-            table.add_column(col, justify="right" if col != "scheduler" else "left")
-        rows = []
-        for name in names:
-            mine = [r for r in results if r["scheduler"] == name]
-            mean = {
-                k: float(np.mean([r[k] for r in mine]))
-                for k in ("makespan", "slr", "cost", "sla_hit_rate", "utilisation", "latency_ms")
-            }
-            rows.append((mean["makespan"], name, mean, all(r["valid"] for r in mine)))
-        for _, name, mean, valid in sorted(rows):
-            table.add_row(
-                name,
-                f"{mean['makespan']:,.1f}",
-                f"{mean['slr']:.3f}",
-                f"{mean['cost']:.3f}",
-                f"{mean['sla_hit_rate']:.2f}",
-                f"{mean['utilisation']:.2f}",
-                f"{mean['latency_ms']:.2f}",
-                "yes" if valid else "[red]NO[/]",
-            )
-        console.print(table)
+        for (label, cp, _), config in zip(problems, configs, strict=True):
+            console.print(_compare_table(label, cp, config.classic, seeds, names, results))
     if not all(r["valid"] for r in results):
         raise typer.Exit(1)
+
+
+def _compare_table(label: str, cp: Any, classic: bool, seeds: int, names: list[str], results: list[dict]) -> Table:
+    import numpy as np
+
+    mode = "classic" if classic else "cloud"
+    table = Table(title=f"{label}: {cp.n_tasks} tasks on {cp.n_nodes} nodes, {mode} mode, means of {seeds} seeds")
+    for col in ("scheduler", "makespan (s)", "SLR", "cost", "SLA hit", "utilisation", "decision ms", "valid"):
+        table.add_column(col, justify="right" if col != "scheduler" else "left")
+    keys = ("makespan", "slr", "cost", "sla_hit_rate", "utilisation", "latency_ms")
+    rows = []
+    for name in names:
+        mine = [r for r in results if r["scheduler"] == name and r["workflow"] == label]
+        mean = {k: float(np.mean([r[k] for r in mine])) for k in keys}
+        rows.append((mean["makespan"], name, mean, all(r["valid"] for r in mine)))
+    for _, name, mean, valid in sorted(rows):
+        table.add_row(
+            name,
+            f"{mean['makespan']:,.1f}",
+            f"{mean['slr']:.3f}",
+            f"{mean['cost']:.3f}",
+            f"{mean['sla_hit_rate']:.2f}",
+            f"{mean['utilisation']:.2f}",
+            f"{mean['latency_ms']:.2f}",
+            "yes" if valid else "[red]NO[/]",
+        )
+    return table
 
 
 @generate_app.command("workflow")

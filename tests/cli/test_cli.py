@@ -1,0 +1,108 @@
+"""The `dagsched` command: JSON keys scripts rely on, and exit status 2 with a clear message on bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dagsched.cli import app
+
+HEFT_EXAMPLE = Path(__file__).resolve().parents[1] / "data" / "heft_example.json"
+runner = CliRunner()
+
+
+def _json(result) -> dict:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_info_json_on_the_heft_example():
+    """info --json prints tasks, edges, levels, critical_path and total_work of the file."""
+    out = _json(runner.invoke(app, ["info", str(HEFT_EXAMPLE), "--json"]))
+    assert out["tasks"] == 10 and out["edges"] == 15 and out["levels"] == 4
+    assert out["total_work"] == pytest.approx(sum([13, 50 / 3, 43 / 3, 38 / 3, 35 / 3, 38 / 3, 11, 10, 50 / 3, 44 / 3]))
+    assert out["critical_path"] > 0
+
+
+def test_info_json_on_a_real_trace(wfinstances):
+    """A real Montage trace reports the task and edge counts of the WfInstances table."""
+    path = wfinstances / "montage" / "montage-chameleon-2mass-005d-001.json.gz"
+    out = _json(runner.invoke(app, ["info", str(path), "--json"]))
+    assert (out["tasks"], out["edges"], out["levels"]) == (58, 114, 8)
+
+
+def test_simulate_json_heft_is_80_on_the_paper_example():
+    """simulate --json on a classic file runs the textbook model: HEFT gives 80, and the trace is valid."""
+    out = _json(runner.invoke(app, ["simulate", "-w", str(HEFT_EXAMPLE), "-s", "heft", "--json"]))
+    assert out["makespan"] == pytest.approx(80.0)
+    assert out["valid"] is True
+    for key in ("cost", "sla_hit_rate", "utilisation"):
+        assert key in out
+
+
+def test_simulate_writes_trace_and_gantt(tmp_path):
+    """--trace writes every attempt; --gantt writes a PNG."""
+    trace, gantt = tmp_path / "t.json", tmp_path / "g.png"
+    args = ["simulate", "-w", str(HEFT_EXAMPLE), "-s", "cpop", "--trace", str(trace), "--gantt", str(gantt)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(trace.read_text())
+    assert len(doc["attempts"]) == 10 and doc["metrics"]["makespan"] == pytest.approx(86.0)
+    assert gantt.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    csv_path = tmp_path / "t.csv"
+    runner.invoke(app, ["simulate", "-w", str(HEFT_EXAMPLE), "--trace", str(csv_path)])
+    assert len(csv_path.read_text().strip().splitlines()) == 11
+
+
+def test_compare_json_same_seeds_for_every_scheduler():
+    """compare --json gives one result per scheduler and seed with the keys the benchmark reads."""
+    args = ["compare", "-w", str(HEFT_EXAMPLE), "--schedulers", "heft,cpop,fcfs", "--seeds", "2", "--json"]
+    out = _json(runner.invoke(app, args))
+    rows = out["results"]
+    assert [(r["scheduler"], r["seed"]) for r in rows] == [(s, k) for s in ("heft", "cpop", "fcfs") for k in (1, 2)]
+    assert {r["makespan"] for r in rows if r["scheduler"] == "heft"} == {80.0}
+    assert all(r["valid"] for r in rows)
+    assert set(rows[0]) >= {"scheduler", "seed", "makespan", "cost", "sla_hit_rate", "valid"}
+
+
+def test_generate_then_info(tmp_path):
+    """A generated workflow file has the requested number of tasks."""
+    out = tmp_path / "ml.yaml"
+    result = runner.invoke(app, ["generate", "workflow", "--family", "ml_pipeline", "--tasks", "40", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert _json(runner.invoke(app, ["info", str(out), "--json"]))["tasks"] == 40
+    cluster = tmp_path / "c.yaml"
+    assert runner.invoke(app, ["generate", "cluster", "--preset", "hetero-16", "--out", str(cluster)]).exit_code == 0
+    sim = _json(runner.invoke(app, ["simulate", "-w", str(out), "-c", str(cluster), "-s", "min_min", "--json"]))
+    assert sim["valid"] is True
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["simulate", "-w", "{cyc}", "-c", "homog-8"], "cycle through tasks a -> b -> a"),
+        (["simulate", "-w", "{ok}", "-c", "nope"], "--cluster: 'nope' is neither a preset"),
+        (["simulate", "-w", "{ok}", "-c", "homog-8", "-s", "magic"], "unknown scheduler 'magic'"),
+        (["simulate", "-w", "missing.yaml", "-c", "homog-8"], "file not found"),
+        (["simulate", "-w", "{big}", "-c", "homog-8"], "requests cpu=64 but the largest node"),
+        (["info", "{cyc}"], "cycle through tasks a -> b -> a"),
+        (["generate", "workflow", "--family", "spiral", "--tasks", "10", "--out", "x.yaml"], "family"),
+    ],
+)
+def test_bad_input_exits_2_naming_the_fault(tmp_path, args, message):
+    """Bad files, names and requests print one message naming the fault and exit with status 2."""
+    cyc = tmp_path / "cyc.yaml"
+    cyc.write_text(
+        "name: c\ntasks:\n  - {id: a, runtime: 1, dependencies: [b]}\n  - {id: b, runtime: 1, dependencies: [a]}\n"
+    )
+    ok = tmp_path / "ok.yaml"
+    ok.write_text("name: ok\ntasks:\n  - {id: a, runtime: 1}\n")
+    big = tmp_path / "big.yaml"
+    big.write_text("name: big\ntasks:\n  - {id: a, runtime: 1, resources: {cpu: 64}}\n")
+    paths = {"{cyc}": str(cyc), "{ok}": str(ok), "{big}": str(big)}
+    result = runner.invoke(app, [paths.get(a, a) for a in args])
+    assert result.exit_code == 2
+    assert message in " ".join(result.output.split())
