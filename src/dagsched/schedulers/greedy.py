@@ -102,9 +102,24 @@ class BatchMapper(Scheduler):
                     assignments.append((t, nd))
             else:
                 wake = min(wake, start)
+            if remaining and not self._room_now(sim, lines, [ready[r] for r in remaining]):
+                break  # nothing left can start now; running tasks' ends bring the next decision
             for r in remaining:
                 ect[r, nd] = self._slot(sim, lines, ready[r], nd, arrival[ready[r]])[1]
         return Decision(assignments, wake if np.isfinite(wake) else None)
+
+    @staticmethod
+    def _room_now(sim: Simulator, lines: list[NodeTimeline], tasks: list[int]) -> bool:
+        """Whether some node has room now for the smallest of these requests (a cheap necessary test)."""
+        smallest = np.min([sim.request(t) for t in tasks], axis=0)
+        now = sim.now
+        for line in lines:
+            if line.available_from > now + _EPS:
+                continue
+            used = line.used_at(now)
+            if all(used[r] + smallest[r] <= line.cap[r] + _EPS for r in range(3)):
+                return True
+        return False
 
     @staticmethod
     def _can_host(sim: Simulator, lines: list[NodeTimeline], t: int, nd: int) -> bool:

@@ -73,6 +73,10 @@ class NodeTimeline:
             u = self.used[k]
             self.used[k] = (u[0] + req[0], u[1] + req[1], u[2] + req[2])
 
+    def used_at(self, t: float) -> Vec:
+        """Planned use at instant t."""
+        return self.used[bisect_right(self.times, t) - 1]
+
     def last_use_end(self) -> float:
         """When the last planned use ends (0.0 when nothing is planned)."""
         return self.times[-1] if len(self.times) > 1 else 0.0
