@@ -385,5 +385,17 @@ def generate_stream_cmd(
     console.print(f"wrote {len(stream)} workflows to {out_dir}")
 
 
+def _register_subcommands() -> None:
+    from dagsched.bench import adversarial, report
+    from dagsched.bench.cli import register as register_bench
+
+    register_bench(app)
+    report.register(app)
+    adversarial.register(app)
+
+
+_register_subcommands()
+
+
 def main() -> None:  # pragma: no cover
     app()

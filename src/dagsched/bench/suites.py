@@ -1,0 +1,643 @@
+"""Benchmark suites: which problems, clusters, modes, seeds and schedulers make up a run.
+
+A suite expands into *cells*, one per (problem, scheduler, seed, mode). A problem is a
+`ProblemSpec`: a few strings and numbers that are cheap to send to a worker process or a Ray
+node, which builds the compiled problem from them, identically everywhere.
+
+Seed semantics (paired comparisons): every scheduler runs on the same seed list. A seed fixes
+the hidden randomness of the simulation (runtime noise, failures) and, for synthetic workflows
+and recipes without explicit instance seeds, the generated instance too: seed 3 of `layered`
+at 50 tasks is one fresh workflow that every scheduler sees. Real traces are one fixed
+instance each, run once per seed.
+
+Built-in suites: `quick` (about two minutes on two cores), `standard` (the full grid), `real`
+(the WfCommons traces only). Any other name is read as a YAML suite file, see `load_suite_file`.
+"""
+
+from __future__ import annotations
+
+import csv
+import fnmatch
+import functools
+import glob as globlib
+import hashlib
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from dagsched.model.errors import InputError, from_pydantic, parse
+
+if TYPE_CHECKING:
+    from dagsched.model.compiled import CompiledProblem
+    from dagsched.sim.config import SimConfig
+
+ProblemKind = Literal["synthetic", "trace", "recipe", "file"]
+SKIPPED_TRACE_FOLDERS = ("legacy", "helloworld")
+"""MANIFEST families left out of suites: legacy/ duplicates older schema versions, helloworld/ is toys."""
+
+NEEDS_GPU = frozenset({"ml_pipeline"})
+"""Synthetic families whose tasks request GPUs: they cannot run on a cluster without any."""
+
+
+# -- where the real traces live ---------------------------------------------------------------------
+
+
+def wfinstances_root() -> Path:
+    """The WfCommons traces: $DAGSCHED_WFINSTANCES, else ../shared/data/wfinstances beside the repository.
+
+    The repository is found from the working directory first (the usual `make` case), then from this
+    file (an editable install run from elsewhere).
+    """
+    env = os.environ.get("DAGSCHED_WFINSTANCES")
+    if env:
+        return Path(env).resolve()
+    candidates = [Path.cwd() / ".." / "shared" / "data" / "wfinstances"]
+    candidates += [p.parent / "shared" / "data" / "wfinstances" for p in Path(__file__).resolve().parents[2:5]]
+    for path in candidates:
+        if (path / "MANIFEST.csv").exists():
+            return path.resolve()
+    return candidates[0].resolve()
+
+
+@dataclass(frozen=True)
+class TraceEntry:
+    """One row of the traces' MANIFEST.csv that matters here."""
+
+    file: str
+    """path relative to the wfinstances folder"""
+    family: str
+    size_class: str
+    n_tasks: int
+
+
+@functools.cache
+def _manifest(root: Path) -> tuple[TraceEntry, ...]:
+    path = root / "MANIFEST.csv"
+    if not path.exists():
+        raise InputError("traces", f"no MANIFEST.csv in {root} (set DAGSCHED_WFINSTANCES to the traces folder)")
+    with path.open(newline="") as fh:
+        return tuple(
+            TraceEntry(row["file"], row["family"], row["size_class"], int(row["tasks"])) for row in csv.DictReader(fh)
+        )
+
+
+def real_traces(root: Path | None = None) -> list[TraceEntry]:
+    """Every trace in the MANIFEST except the legacy/ duplicates and the helloworld/ toys, smallest first."""
+    entries = _manifest((root or wfinstances_root()).resolve())
+    keep = [e for e in entries if e.file.split("/")[0] not in SKIPPED_TRACE_FOLDERS]
+    return sorted(keep, key=lambda e: (e.n_tasks, e.file))
+
+
+# -- problems, modes, cells -------------------------------------------------------------------------
+
+
+def _short_hash(path: Path) -> str:
+    return hashlib.sha1(path.read_bytes()).hexdigest()[:8]
+
+
+def _is_preset(name: str) -> bool:
+    from dagsched.generate.clusters import PRESETS
+
+    return name in PRESETS
+
+
+def cluster_label(cluster: str) -> str:
+    """A preset's name, a cluster file's stem plus content hash, or "own" for classic files."""
+    if cluster == "own" or _is_preset(cluster):
+        return cluster
+    path = Path(cluster)
+    return f"{path.name.split('.')[0]}-{_short_hash(path)}"
+
+
+@dataclass(frozen=True)
+class ProblemSpec:
+    """How to build one problem (workflow plus cluster) anywhere, deterministically.
+
+    `kind` picks the source: "synthetic" (family, n_tasks, gen_seed, ccr), "trace" (a WfCommons
+    trace `path`), "recipe" (a WfCommons recipe, n_tasks, gen_seed) or "file" (a user workflow
+    `path`). `cluster` is a preset name, a cluster file path or "own" (a classic file's machines).
+    """
+
+    kind: ProblemKind
+    family: str
+    """the label results are grouped by: synthetic family, the trace's MANIFEST family, the recipe"""
+    cluster: str
+    n_tasks: int | None = None
+    """tasks (synthetic, trace), upper bound (recipe) or None (file, unknown before reading)"""
+    gen_seed: int | None = None
+    ccr: float = 0.5
+    recipe: str | None = None
+    path: str | None = None
+    name: str | None = None
+    """the trace or file name in problem_id; defaults to the path's stem"""
+    cluster_id: str | None = None
+    """the cluster's label in problem_id; computed from `cluster` when None"""
+
+    @property
+    def problem_id(self) -> str:
+        """Stable across machines and runs: the store's key for this problem."""
+        at = self.cluster_id or cluster_label(self.cluster)
+        if self.kind == "synthetic":
+            return f"syn/{self.family}/n{self.n_tasks}/s{self.gen_seed}/ccr{self.ccr:g}@{at}"
+        if self.kind == "recipe":
+            return f"recipe/{self.recipe}/n{self.n_tasks}/s{self.gen_seed}@{at}"
+        if self.kind == "trace":
+            return f"trace/{self.family}/{self.name or _stem(self.path)}@{at}"
+        return f"file/{self.name or _stem(self.path)}@{at}"
+
+    def cost_estimate(self) -> float:
+        """Relative work of one cell, for chunking and ordering: grows a little faster than the task count."""
+        n = float(self.n_tasks or 200)
+        return float(n**1.3)
+
+    def build(self) -> CompiledProblem:
+        """The compiled problem; the same spec gives the same problem on every machine."""
+        from dagsched.model import Problem, compile_problem
+
+        if self.kind == "synthetic":
+            from dagsched.generate import generate_workflow
+
+            assert self.n_tasks is not None and self.gen_seed is not None
+            wf = generate_workflow(self.family, self.n_tasks, self.gen_seed, ccr=self.ccr)
+            return compile_problem(parse(Problem, {"name": wf.name, "workflows": [wf], "cluster": self._cluster()}))
+        if self.kind == "recipe":
+            from dagsched.generate import recipe_workflow
+
+            assert self.recipe is not None and self.n_tasks is not None and self.gen_seed is not None
+            wf = recipe_workflow(self.recipe, self.n_tasks, self.gen_seed)
+            return compile_problem(parse(Problem, {"name": wf.name, "workflows": [wf], "cluster": self._cluster()}))
+        from dagsched.io import read_problem
+
+        assert self.path is not None
+        if not Path(self.path).exists():
+            raise InputError("path", f"workflow file not found: {self.path}")
+        return compile_problem(read_problem(self.path, None if self.cluster == "own" else self._cluster()))
+
+    def _cluster(self) -> Any:
+        if _is_preset(self.cluster):
+            from dagsched.generate import cluster_preset
+
+            return cluster_preset(self.cluster)
+        from dagsched.io import read_cluster
+
+        return read_cluster(self.cluster)
+
+
+def _stem(path: str | None) -> str:
+    name = Path(path or "?").name
+    for suffix in (".gz", ".json", ".yaml", ".yml"):
+        name = name.removesuffix(suffix)
+    return name
+
+
+@dataclass(frozen=True)
+class Mode:
+    """A named simulation setting: "classic" (textbook model) or "cloud" (noise), or a custom one."""
+
+    name: str
+    settings: tuple[tuple[str, Any], ...] = ()
+    """SimConfig keyword arguments, as sorted pairs so that the mode stays hashable"""
+
+    def config(self) -> SimConfig:
+        from dagsched.sim.config import SimConfig
+
+        return SimConfig(**dict(self.settings))
+
+    @classmethod
+    def of(cls, name: str, settings: dict[str, Any], where: str = "mode") -> Mode:
+        """A mode whose settings are checked now, so a bad one fails at suite load, not in a worker."""
+        from dagsched.sim.config import SimConfig
+
+        try:
+            SimConfig(**settings)
+        except ValidationError as err:
+            raise from_pydantic(err, where) from None
+        return cls(name, tuple(sorted(settings.items())))
+
+
+CLASSIC = Mode("classic", (("classic", True),))
+CLOUD = Mode("cloud", (("noise_cv", 0.2),))
+BUILTIN_MODES = {"classic": CLASSIC, "cloud": CLOUD}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One unit of work and one row of results: a problem, a scheduler, a seed, a mode."""
+
+    spec: ProblemSpec
+    scheduler: str
+    seed: int
+    mode: Mode
+
+    @property
+    def key(self) -> tuple[str, str, int, str]:
+        """The store's unique key (problem_id, scheduler, seed, mode)."""
+        return (self.spec.problem_id, self.scheduler, self.seed, self.mode.name)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A problem and the seeds it runs with (a synthetic instance tied to its seed runs with that seed only)."""
+
+    spec: ProblemSpec
+    seeds: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Suite:
+    """Problems x modes x schedulers x seeds. `schedulers=None` means every registered one at run time."""
+
+    name: str
+    entries: tuple[Entry, ...]
+    modes: tuple[Mode, ...] = (CLASSIC, CLOUD)
+    schedulers: tuple[str, ...] | None = None
+    description: str = ""
+    seeds: tuple[int, ...] = field(default=())
+    """the suite's seed list (for display); each entry carries the seeds it actually uses"""
+
+    def scheduler_names(self, override: Sequence[str] | None = None) -> list[str]:
+        """`override`, else the suite's list, else every registered scheduler now (later ones included)."""
+        from dagsched.schedulers import registered_names
+
+        known = registered_names()
+        names = list(override) if override else list(self.schedulers or known)
+        if names == ["all"]:
+            names = known
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise InputError("schedulers", f"unknown scheduler(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        return list(dict.fromkeys(names))
+
+    def cells(self, schedulers: Sequence[str] | None = None) -> list[Cell]:
+        """Every cell, grouped by problem (so one worker compiles a problem once for all its cells)."""
+        names = self.scheduler_names(schedulers)
+        return [
+            Cell(entry.spec, name, seed, mode)
+            for entry in self.entries
+            for mode in self.modes
+            for name in names
+            for seed in entry.seeds
+        ]
+
+
+# -- built-in suites --------------------------------------------------------------------------------
+
+
+def _synthetic(family: str, n_tasks: int, seed: int, cluster: str, ccr: float = 0.5) -> ProblemSpec:
+    return ProblemSpec("synthetic", family, cluster, n_tasks=n_tasks, gen_seed=seed, ccr=ccr, cluster_id=cluster)
+
+
+def _trace(entry: TraceEntry, root: Path, cluster: str) -> ProblemSpec:
+    return ProblemSpec(
+        "trace",
+        entry.family,
+        cluster,
+        n_tasks=entry.n_tasks,
+        path=str(root / entry.file),
+        name=_stem(entry.file),
+        cluster_id=cluster_label(cluster),
+    )
+
+
+def _fits(family: str, cluster: str) -> bool:
+    """Whether a synthetic family can run on a preset at all (ml_pipeline trains on GPUs)."""
+    from dagsched.generate.clusters import NODE_TYPES, PRESETS
+
+    if family not in NEEDS_GPU or cluster not in PRESETS:
+        return True
+    return any(NODE_TYPES[inst].gpu > 0 for inst, _ in PRESETS[cluster].composition)
+
+
+QUICK_FAMILIES = ("layered", "ml_pipeline", "etl_star")
+QUICK_SCALES = (20, 50, 100, 200)
+QUICK_TRACES = (
+    "epigenomics/epigenomics-chameleon-hep-1seq-100k-001.json.gz",
+    "montage/montage-chameleon-2mass-005d-001.json.gz",
+    "nextflow/cutandrun-dirt02-001.json.gz",
+    "montage/montage-chameleon-2mass-015d-001.json.gz",
+)
+STANDARD_CLUSTERS = ("homog-8", "hetero-16", "large-100")
+STANDARD_SEEDS = tuple(range(1, 11))
+
+
+def quick_suite() -> Suite:
+    """A few minutes on two cores: 3 families x 3 scales + 4 small real traces, hetero-16, both modes, 3 seeds."""
+    seeds = (1, 2, 3)
+    root = wfinstances_root()
+    entries = [
+        Entry(_synthetic(fam, n, s, "hetero-16"), (s,)) for fam in QUICK_FAMILIES for n in QUICK_SCALES for s in seeds
+    ]
+    by_file = {e.file: e for e in real_traces(root)}
+    entries += [Entry(_trace(by_file[f], root, "hetero-16"), seeds) for f in QUICK_TRACES if f in by_file]
+    return Suite("quick", tuple(entries), seeds=seeds, description=quick_suite.__doc__ or "")
+
+
+def standard_suite(root: Path | None = None) -> Suite:
+    """4 families x 7 scales x 3 clusters x 2 modes x 10 seeds, plus every real trace on the 3 clusters.
+
+    ml_pipeline on homog-8 is left out: its training tasks need GPUs and homog-8 has none.
+    """
+    from dagsched.generate import FAMILIES, SCALES
+
+    root = root or wfinstances_root()
+    entries = [
+        Entry(_synthetic(fam, n, s, cl), (s,))
+        for cl in STANDARD_CLUSTERS
+        for fam in FAMILIES
+        if _fits(fam, cl)
+        for n in SCALES
+        for s in STANDARD_SEEDS
+    ]
+    entries += [Entry(_trace(t, root, cl), STANDARD_SEEDS) for cl in STANDARD_CLUSTERS for t in real_traces(root)]
+    return Suite("standard", tuple(entries), seeds=STANDARD_SEEDS, description=standard_suite.__doc__ or "")
+
+
+def real_suite(root: Path | None = None) -> Suite:
+    """Every real WfCommons trace (no legacy/, helloworld/) on hetero-16, both modes, 10 seeds."""
+    root = root or wfinstances_root()
+    entries = [Entry(_trace(t, root, "hetero-16"), STANDARD_SEEDS) for t in real_traces(root)]
+    return Suite("real", tuple(entries), seeds=STANDARD_SEEDS, description=real_suite.__doc__ or "")
+
+
+BUILTIN_SUITES = {"quick": quick_suite, "standard": standard_suite, "real": real_suite}
+
+
+def get_suite(name_or_path: str | Path) -> Suite:
+    """A built-in suite by name, or a YAML suite file; anything else is an InputError naming the choices."""
+    key = str(name_or_path)
+    if key in BUILTIN_SUITES:
+        return BUILTIN_SUITES[key]()
+    path = Path(key)
+    if path.suffix in (".yaml", ".yml", ".json") or path.exists():
+        return load_suite_file(path)
+    raise InputError("--suite", f"'{key}' is neither a built-in suite ({', '.join(BUILTIN_SUITES)}) nor a YAML file")
+
+
+# -- user suites from YAML --------------------------------------------------------------------------
+
+
+class _GeneratorSpec(BaseModel):
+    """`{generator: layered, tasks: [20, 50], seeds: [0, 1], ccr: 0.5}`; no `seeds`: one instance per run seed."""
+
+    model_config = ConfigDict(extra="forbid")
+    generator: str
+    tasks: list[int] = Field(min_length=1)
+    seeds: list[int] | None = None
+    ccr: float = Field(0.5, ge=0)
+
+    @field_validator("generator")
+    @classmethod
+    def _known_family(cls, v: str) -> str:
+        from dagsched.generate import FAMILIES
+
+        if v not in FAMILIES:
+            raise ValueError(f"unknown family '{v}'; choose one of {', '.join(FAMILIES)}")
+        return v
+
+    @field_validator("tasks")
+    @classmethod
+    def _positive(cls, v: list[int]) -> list[int]:
+        if any(n < 1 for n in v):
+            raise ValueError("task counts must be >= 1")
+        return v
+
+
+class _RecipeSpec(BaseModel):
+    """`{recipe: montage, tasks: [60, 120], seeds: [0]}`; no `seeds`: one instance per run seed."""
+
+    model_config = ConfigDict(extra="forbid")
+    recipe: str
+    tasks: list[int] = Field(min_length=1)
+    seeds: list[int] | None = None
+
+    @field_validator("recipe")
+    @classmethod
+    def _known_recipe(cls, v: str) -> str:
+        from dagsched.generate import RECIPES
+
+        if v not in RECIPES:
+            raise ValueError(f"unknown recipe '{v}'; choose one of {', '.join(RECIPES)}")
+        return v
+
+
+class _GlobSpec(BaseModel):
+    """`{glob: "flows/*.yaml", family: etl}`: user workflow files, relative to the suite file."""
+
+    model_config = ConfigDict(extra="forbid")
+    glob: str
+    family: str | None = None
+
+
+class _TracesSpec(BaseModel):
+    """`{traces: all}` or `{traces: "montage/*"}`: real traces by a glob inside the wfinstances folder."""
+
+    model_config = ConfigDict(extra="forbid")
+    traces: str
+
+
+class _ModeSpec(BaseModel):
+    """`{name: flaky, noise_cv: 0.3, mtbf_s: 3600}`: any SimConfig fields under a name."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str = Field(min_length=1)
+
+
+class _SuiteFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1)
+    description: str = ""
+    workloads: list[Any] = Field(min_length=1)
+    """each a glob string or a mapping with generator, recipe, traces or glob; parsed by `_workload`"""
+    clusters: list[str] = Field(default_factory=lambda: ["hetero-16"], min_length=1)
+    modes: list[Any] = Field(default_factory=lambda: ["classic", "cloud"], min_length=1)
+    """each "classic", "cloud" or a mapping {name, SimConfig fields...}"""
+    seeds: int | list[int] = 3
+    schedulers: str | list[str] = "all"
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, v: int | list[int]) -> int | list[int]:
+        if isinstance(v, int) and v < 1:
+            raise ValueError("give a count >= 1 or a list of seeds")
+        if isinstance(v, list) and (not v or any(s < 0 for s in v)):
+            raise ValueError("give a non-empty list of non-negative seeds")
+        return v
+
+
+def load_suite_file(path: str | Path) -> Suite:
+    """A suite from YAML: name, workloads, clusters, modes, seeds, schedulers.
+
+    ```yaml
+    name: mine
+    workloads:
+      - "flows/*.yaml"                                  # workflow files, relative to this file
+      - {generator: layered, tasks: [20, 50]}           # one instance per run seed
+      - {generator: random, tasks: [100], seeds: [7]}   # one fixed instance, run with every seed
+      - {recipe: montage, tasks: [60]}
+      - {traces: "montage/*"}                           # or {traces: all}
+    clusters: [hetero-16, my-cluster.yaml]
+    modes: [classic, cloud, {name: flaky, noise_cv: 0.3, mtbf_s: 3600}]
+    seeds: 5                                            # 1..5, or a list
+    schedulers: all                                     # or [heft, cpop]
+    ```
+
+    Bad fields raise InputError naming the field (e.g. `workloads[1].generator`) and the fault.
+    """
+    import yaml
+
+    path = Path(path)
+    if not path.exists():
+        raise InputError("--suite", f"suite file not found: {path}")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise InputError("--suite", f"{path} is not valid YAML: {err}") from None
+    if not isinstance(data, dict):
+        raise InputError("--suite", f"{path} must hold a mapping with name, workloads, clusters, ...")
+    spec: _SuiteFile = parse(_SuiteFile, data)
+    base = path.resolve().parent
+
+    seeds = tuple(range(1, spec.seeds + 1)) if isinstance(spec.seeds, int) else tuple(dict.fromkeys(spec.seeds))
+    clusters = [_resolve_cluster(c, base, f"clusters[{i}]") for i, c in enumerate(spec.clusters)]
+    modes = _modes(spec.modes)
+    entries: list[Entry] = []
+    for i, raw in enumerate(spec.workloads):
+        where = f"workloads[{i}]"
+        entries += _workload_entries(_workload(raw, where), base, clusters, seeds, where)
+    unique = list({e.spec.problem_id: e for e in entries}.values())
+    schedulers = None if spec.schedulers in ("all", ["all"]) else tuple(_as_list(spec.schedulers))
+    suite = Suite(spec.name, tuple(unique), tuple(modes), schedulers, spec.description, seeds)
+    suite.scheduler_names()  # unknown names fail now, not after the first cells ran
+    return suite
+
+
+def _as_list(v: str | list[str]) -> list[str]:
+    return [s.strip() for s in v.split(",") if s.strip()] if isinstance(v, str) else v
+
+
+def _resolve_cluster(name: str, base: Path, field_name: str) -> str:
+    from dagsched.generate.clusters import PRESETS
+
+    if name in PRESETS:
+        return name
+    path = Path(name) if Path(name).is_absolute() else base / name
+    if path.exists():
+        from dagsched.io import read_cluster
+
+        read_cluster(path)  # fail at load on a bad file
+        return str(path)
+    raise InputError(field_name, f"'{name}' is neither a preset ({', '.join(PRESETS)}) nor a cluster file")
+
+
+_WORKLOAD_KEYS: dict[str, type[BaseModel]] = {
+    "generator": _GeneratorSpec,
+    "recipe": _RecipeSpec,
+    "traces": _TracesSpec,
+    "glob": _GlobSpec,
+}
+
+
+def _workload(raw: Any, where: str) -> str | _GeneratorSpec | _RecipeSpec | _TracesSpec | _GlobSpec:
+    """One workloads item, dispatched on its key so that errors name that kind's fields only."""
+    if isinstance(raw, str) and raw.strip():
+        return raw
+    if isinstance(raw, dict):
+        for key, model in _WORKLOAD_KEYS.items():
+            if key in raw:
+                return parse(model, raw, where)  # type: ignore[no-any-return]
+    raise InputError(where, f"expected a glob string or a mapping with one of {', '.join(_WORKLOAD_KEYS)}; got {raw!r}")
+
+
+def _modes(raw: Iterable[Any]) -> list[Mode]:
+    out: dict[str, Mode] = {}
+    for i, m in enumerate(raw):
+        if isinstance(m, str):
+            if m not in BUILTIN_MODES:
+                raise InputError(
+                    f"modes[{i}]", f"unknown mode '{m}'; use classic, cloud or {{name: ..., noise_cv: ...}}"
+                )
+            mode = BUILTIN_MODES[m]
+        elif isinstance(m, dict):
+            named: _ModeSpec = parse(_ModeSpec, m, f"modes[{i}]")
+            mode = Mode.of(named.name, dict(named.model_extra or {}), f"modes[{i}]")
+        else:
+            raise InputError(f"modes[{i}]", f"expected classic, cloud or a mapping with a name; got {m!r}")
+        if mode.name in out:
+            raise InputError(f"modes[{i}]", f"mode name '{mode.name}' used twice")
+        out[mode.name] = mode
+    return list(out.values())
+
+
+def _workload_entries(
+    w: str | _GeneratorSpec | _RecipeSpec | _TracesSpec | _GlobSpec,
+    base: Path,
+    clusters: list[str],
+    seeds: tuple[int, ...],
+    where: str,
+) -> list[Entry]:
+    if isinstance(w, _GeneratorSpec | _RecipeSpec):
+        kind: ProblemKind = "synthetic" if isinstance(w, _GeneratorSpec) else "recipe"
+        family = w.generator if isinstance(w, _GeneratorSpec) else w.recipe
+        out = []
+        for cl in clusters:
+            if isinstance(w, _GeneratorSpec) and not _fits(w.generator, cl):
+                raise InputError(where, f"family '{w.generator}' needs GPUs and cluster '{cl}' has none")
+            cid = cluster_label(cl)
+            for n in w.tasks:
+                pairs = [(s, (s,)) for s in seeds] if w.seeds is None else [(g, seeds) for g in w.seeds]
+                for gen_seed, run_seeds in pairs:
+                    spec = ProblemSpec(
+                        kind,
+                        family,
+                        cl,
+                        n_tasks=n,
+                        gen_seed=gen_seed,
+                        ccr=w.ccr if isinstance(w, _GeneratorSpec) else 0.5,
+                        recipe=w.recipe if isinstance(w, _RecipeSpec) else None,
+                        cluster_id=cid,
+                    )
+                    out.append(Entry(spec, run_seeds))
+        return out
+    if isinstance(w, _TracesSpec):
+        root = wfinstances_root()
+        within = "*" if w.traces == "all" else w.traces
+        chosen = [t for t in real_traces(root) if fnmatch.fnmatch(t.file, within)]
+        if not chosen:
+            raise InputError(f"{where}.traces", f"'{w.traces}' matches no trace in {root}/MANIFEST.csv")
+        return [Entry(_trace(t, root, cl), seeds) for cl in clusters for t in chosen]
+    pattern = w if isinstance(w, str) else w.glob
+    label = None if isinstance(w, str) else w.family
+    full = pattern if Path(pattern).is_absolute() else str(base / pattern)
+    files = sorted(Path(p) for p in globlib.glob(full, recursive=True) if Path(p).is_file())
+    if not files:
+        raise InputError(where, f"'{pattern}' matches no file (relative to {base})")
+    return [e for p in files for e in _file_entries(p, label, clusters, seeds)]
+
+
+def _file_entries(path: Path, family: str | None, clusters: list[str], seeds: tuple[int, ...]) -> list[Entry]:
+    """A user workflow on every cluster; a classic file brings its own machines, so it runs once."""
+    from dagsched.io import detect_format, read_document
+
+    label = family or _manifest_family(path) or "user"
+    name = f"{_stem(str(path))}-{_short_hash(path)}"
+    targets = ["own"] if detect_format(read_document(path)) == "classic" else clusters
+    return [
+        Entry(ProblemSpec("file", label, cl, path=str(path), name=name, cluster_id=cluster_label(cl)), seeds)
+        for cl in targets
+    ]
+
+
+def _manifest_family(path: Path) -> str | None:
+    root = wfinstances_root()
+    try:
+        rel = path.resolve().relative_to(root).as_posix()
+    except ValueError:
+        return None
+    try:
+        return next((e.family for e in _manifest(root) if e.file == rel), None)
+    except InputError:
+        return None
