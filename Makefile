@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench perf clean
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -14,8 +14,9 @@ $(STAMP): requirements.lock pyproject.toml
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
+# the product's main job: the quick benchmark of every registered scheduler (real traces included)
 run: $(STAMP)
-	$(VENV)/bin/dagsched compare --workflow ../shared/data/wfinstances/montage/montage-chameleon-2mass-015d-001.json.gz --cluster hetero-16 --seeds 3
+	$(VENV)/bin/dagsched bench --suite quick --out results/quick
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
@@ -25,7 +26,13 @@ lint: $(STAMP)
 test: lint
 	$(PY) -m pytest -n 2
 
+# the standard suite (hours on one machine; resumes where it stopped) and its report
 bench: $(STAMP)
+	$(VENV)/bin/dagsched bench --suite standard --out results/standard
+	$(VENV)/bin/dagsched report results/standard --out results/standard/report
+
+# performance figures (they print; nothing is asserted on time)
+perf: $(STAMP)
 	for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
 clean:
