@@ -7,26 +7,24 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from dagsched.console import console, err_console
+from dagsched.console import fail as _fail
 from dagsched.model.errors import InputError
+
+if TYPE_CHECKING:
+    from dagsched.model import Workflow
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 generate_app = typer.Typer(no_args_is_help=True, help="Write synthetic workflows and clusters.")
 app.add_typer(generate_app, name="generate")
-console = Console()
-err_console = Console(stderr=True)
-
-
-def _fail(err: Exception) -> typer.Exit:
-    err_console.print(f"[bold red]error:[/] {err}")
-    return typer.Exit(2)
 
 
 def resolve_cluster(spec: str | None):  # -> Cluster | None
@@ -315,14 +313,8 @@ def generate_workflow_cmd(
 ) -> None:
     """A synthetic workflow from a topology family."""
     from dagsched.generate import generate_workflow
-    from dagsched.io import write_workflow
 
-    try:
-        wf = generate_workflow(family, tasks, seed, ccr=ccr, density=density)
-        write_workflow(wf, out)
-    except InputError as err:
-        raise _fail(err) from None
-    console.print(f"wrote {out}: {len(wf.tasks)} tasks, {len(wf.edges)} edges")
+    _write_generated(lambda: generate_workflow(family, tasks, seed, ccr=ccr, density=density), out)
 
 
 @generate_app.command("recipe")
@@ -334,10 +326,15 @@ def generate_recipe_cmd(
 ) -> None:
     """A workflow from a WfCommons recipe (offline)."""
     from dagsched.generate import recipe_workflow
+
+    _write_generated(lambda: recipe_workflow(recipe, tasks, seed), out)
+
+
+def _write_generated(make: Callable[[], Workflow], out: Path) -> None:
     from dagsched.io import write_workflow
 
     try:
-        wf = recipe_workflow(recipe, tasks, seed)
+        wf = make()
         write_workflow(wf, out)
     except InputError as err:
         raise _fail(err) from None

@@ -27,6 +27,7 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
+from dagsched.console import fail
 from dagsched.model.compiled import CompiledProblem, compile_problem
 from dagsched.model.entities import Problem
 from dagsched.model.errors import InputError
@@ -271,8 +272,7 @@ def register(app: typer.Typer) -> None:
             if out is not None:
                 write_instance(result.instance, out, name=f"adversarial-{a}-vs-{b}")
         except InputError as err:
-            typer.echo(f"error: {err}", err=True)
-            raise typer.Exit(2) from None
+            raise fail(err) from None
         inst = result.instance
         typer.echo(
             f"worst makespan({a}) / makespan({b}) = {result.ratio:.4f} "

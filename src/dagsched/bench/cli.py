@@ -13,19 +13,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from dagsched.console import console, err_console
+from dagsched.console import fail as _fail
 from dagsched.model.errors import InputError
-
-# piped or under `make`, Rich assumes 80 columns and wraps the table; give it room instead
-console = Console() if Console().is_terminal else Console(width=160)
-err_console = Console(stderr=True) if Console(stderr=True).is_terminal else Console(stderr=True, width=160)
-
-
-def _fail(err: Exception) -> typer.Exit:
-    err_console.print(f"[bold red]error:[/] {err}")
-    return typer.Exit(2)
 
 
 def simple_table(rows: Iterable[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:

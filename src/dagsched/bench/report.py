@@ -28,6 +28,7 @@ import numpy as np
 import typer
 
 from dagsched.bench import stats
+from dagsched.console import fail
 from dagsched.model.compiled import CompiledProblem
 from dagsched.model.errors import InputError
 from dagsched.sim.config import SimConfig
@@ -560,8 +561,7 @@ def register(app: typer.Typer) -> None:
             target = out or (results if results.is_dir() else results.parent)
             written = write_report(rows, target, title=title, rebuild=suite_rebuild(rows))
         except InputError as err:
-            typer.echo(f"error: {err}", err=True)
-            raise typer.Exit(2) from None
+            raise fail(err) from None
         typer.echo(stats.format_markdown(stats.summary_table(rows)))
         typer.echo(f"wrote {written.markdown} and {written.html}")
 
