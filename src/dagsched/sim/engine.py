@@ -202,6 +202,11 @@ class Simulator:
     def done(self) -> bool:
         return self.n_done == self.cp.n_tasks
 
+    @property
+    def can_advance(self) -> bool:
+        """Whether time can move on by itself: something runs, or an event that may unblock is pending."""
+        return bool(self.running) or self._progress_pending > 0
+
     def ready_tasks(self) -> list[int]:
         """Ready tasks (all parents done, workflow submitted), in index order."""
         return sorted(self.ready)
@@ -447,6 +452,11 @@ class Simulator:
                     f"scheduler '{scheduler.name}' stalled at t={self.now:g}: {len(self.ready)} ready tasks, "
                     "nothing running and nothing to wait for"
                 )
+        self._close_open_records()
+        return self.trace
+
+    def finish(self) -> Trace:
+        """Close the records still open (outages, slowdowns) when a driver other than `run` ends the run."""
         self._close_open_records()
         return self.trace
 

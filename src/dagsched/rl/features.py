@@ -1,0 +1,539 @@
+"""Observation features of one scheduling state, vectorised with numpy.
+
+A `FeatureBuilder` is made once per run from the compiled problem (static per-task
+features, ranks and the time scale are computed there) and then turns the live
+simulator into an `Observation` at each decision point. The observation has the
+problem's exact sizes; the environment pads it to fixed shapes, while the policy's
+fast path and the DRL scheduler use it as it is.
+
+Normalisation, so that one policy sees comparable numbers from 10 to 2,000 tasks and
+from 2 to 128 nodes:
+
+- times are divided by the problem's time scale `scale_s = max(longest upward rank,
+  mean work / cpu capacity)`, an estimate of the makespan of the whole problem;
+- requests and capacities by the cluster's largest node in each resource; speed and
+  price by the cluster's maximum;
+- counts by `log1p`;
+- every feature is clipped to [-FEATURE_CLIP, FEATURE_CLIP] (an unreachable node's
+  start time is the clip value, with a 0 in its `fits` flag).
+
+Candidate pruning: of the ready tasks at most `max_candidates` (K) are offered per
+decision: those that can start on some node now first, then by decreasing upward rank
+(HEFT's priority), then by topological position. So "no legal pair among the
+candidates" means "no ready task can start anywhere now".
+
+Change `FEATURE_VERSION` whenever a feature's meaning, order or normalisation changes:
+saved policies record it and refuse to load against another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from dagsched.model.compiled import CompiledProblem
+from dagsched.model.graph import default_deadlines_s
+from dagsched.schedulers.ranks import downward_rank, mean_comm_pred_s, mean_comm_succ_s, mean_exec_s, upward_rank
+from dagsched.sim.engine import DONE, Simulator
+
+FEATURE_VERSION = 1
+"""Bump on any change to the features below (names, order, normalisation)."""
+
+FEATURE_CLIP = 10.0
+"""Every feature lies in [-FEATURE_CLIP, FEATURE_CLIP]."""
+
+_EPS = 1e-9  # the simulator's own tolerance in fits_now / can_start
+
+TASK_STATIC = (
+    "runtime",  # mean predicted execution time over nodes / scale
+    "cpu",  # request / largest node's (1 slot in classic mode)
+    "mem",
+    "gpu",
+    "priority",  # priority / max |priority|
+    "critical",  # 1 if flagged critical
+    "rank_u",  # upward rank (HEFT) / scale
+    "rank_d",  # downward rank / scale
+    "remaining_cp",  # longest path from the task's start to its exit on the fastest nodes, free transfers / scale
+    "n_parents",  # log1p
+    "n_children",  # log1p
+    "data_in",  # mean transfer time of the inputs (summed) / scale
+    "data_out",  # mean transfer time of the outputs (summed) / scale
+)
+TASK_DYNAMIC = (
+    "waiting",  # state one-hot ...
+    "ready",
+    "running",
+    "done",
+    "candidate",  # 1 if offered in this decision
+    "remaining_run",  # running: predicted time left / scale
+    "submit_in",  # time until its workflow is submitted / scale
+    "deadline_slack",  # workflow deadline - now / scale
+)
+TASK_FEATURES = TASK_STATIC + TASK_DYNAMIC
+
+NODE_FEATURES = (
+    "free_cpu",  # free / largest node's capacity
+    "free_mem",
+    "free_gpu",
+    "cap_cpu",  # capacity / largest node's
+    "cap_mem",
+    "cap_gpu",
+    "speed",  # / max speed
+    "price",  # / max price (0 if all free)
+    "load",  # running tasks / cpu slots
+    "utilisation",  # used cpu / cpu capacity
+    "up",  # 1 if up and booted now
+    "boot_wait",  # up but booting: time until available / scale; down: FEATURE_CLIP
+    "busy_until",  # predicted end of its last running task - now / scale
+    "opened",  # 1 once billing started on it (it ran anything)
+)
+
+PAIR_FEATURES = (
+    "est_start",  # estimated start on this node - now / scale (data arrival, boot, room freed by running tasks)
+    "est_finish",  # est_start + execution time on this node, - now / scale
+    "exec",  # execution time on this node / scale
+    "data_wait",  # time until its inputs are on this node / scale
+    "transfer_share",  # share of its input bytes that must cross the network to reach this node
+    "can_start",  # 1 if sim.can_start(task, node) now
+    "eft_gap",  # est_finish - the best est_finish of this task over nodes / scale
+    "room_wait",  # time until this node has the task's request free / scale
+    "cost",  # execution time x price, relative to the task's most expensive feasible node
+    "fits",  # 1 if the node is up and its capacity can ever hold the request
+    "overran_here",  # 1 if the task overran on this node before (the overrun guard migrates it)
+)
+
+GLOBAL_FEATURES = (
+    "now",  # time since the first submission / scale
+    "done_frac",  # tasks done / tasks
+    "ready_frac",
+    "running_frac",
+    "log_tasks",  # log1p(tasks) / 8
+    "log_nodes",  # log1p(nodes) / 5
+    "up_frac",  # nodes up and booted / nodes
+    "remaining_cp",  # longest optimistic remaining path among unfinished tasks / scale
+    "remaining_work",  # unfinished cpu work / cpu capacity / scale
+    "cluster_util",  # used cpu / cpu capacity
+)
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+def feature_sizes(history_len: int = 0) -> dict[str, int]:
+    """Widths of each feature group (what a saved policy records and checks)."""
+    return {
+        "task": len(TASK_FEATURES),
+        "node": len(NODE_FEATURES),
+        "pair": len(PAIR_FEATURES),
+        "global": len(GLOBAL_FEATURES),
+        "history": history_len,
+    }
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One decision state at the problem's exact sizes (n tasks, m nodes, k <= K candidates).
+
+    The action layout of this unpadded form is `k_i * m + node` for a pair and `k * m`
+    for wait; the environment re-indexes it to its padded layout.
+    """
+
+    task_x: npt.NDArray[np.float32]  # (n, len(TASK_FEATURES))
+    edge_index: IntArray  # (2, e): parent row 0 -> child row 1
+    node_x: npt.NDArray[np.float32]  # (m, len(NODE_FEATURES))
+    node_history: npt.NDArray[np.float32]  # (m, H): cpu utilisation at the last H decision instants, oldest first
+    candidates: IntArray  # (k,) task indices offered
+    pair_x: npt.NDArray[np.float32]  # (k, m, len(PAIR_FEATURES))
+    global_x: npt.NDArray[np.float32]  # (len(GLOBAL_FEATURES),)
+    legal: BoolArray  # (k, m): sim.can_start(candidates[i], node)
+    wait_legal: bool
+    wake_s: float  # earliest future instant a ready task's inputs reach a node that could hold it (inf: none)
+    est_start_s: FloatArray  # (k, m) estimated start of each candidate on each node, seconds (inf: cannot)
+    est_finish_s: FloatArray  # (k, m) est_start_s + execution time on the node
+
+    @property
+    def n_tasks(self) -> int:
+        return int(self.task_x.shape[0])
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.node_x.shape[0])
+
+    def action_mask(self) -> BoolArray:
+        """Legal actions in the unpadded layout: k * m pairs, then wait."""
+        return np.concatenate([self.legal.reshape(-1), [self.wait_legal]])
+
+
+@dataclass(frozen=True)
+class ReadyState:
+    """The cheap part of a decision state: which ready tasks can start where now."""
+
+    ready: IntArray  # (R,) ready tasks, ascending
+    arrival_s: FloatArray  # (R, m) when their inputs are on each node
+    legal: BoolArray  # (R, m) sim.can_start
+    wake_s: float  # earliest future instant a ready task's inputs reach a node that is up and could hold it
+
+    @property
+    def any_legal(self) -> bool:
+        return bool(self.legal.any())
+
+
+def _longest_to_exit(cp: CompiledProblem, time_s: FloatArray) -> FloatArray:
+    """Longest path of `time_s` from each task's start to an exit task, transfers free."""
+    ptr, idx = cp.succ_ptr.tolist(), cp.succ_idx.tolist()
+    w = time_s.tolist()
+    out = [0.0] * cp.n_tasks
+    for t in cp.topo[::-1].tolist():
+        tail = 0.0
+        for s in idx[ptr[t] : ptr[t + 1]]:
+            if out[s] > tail:
+                tail = out[s]
+        out[t] = w[t] + tail
+    return np.asarray(out, dtype=np.float64)
+
+
+class FeatureBuilder:
+    """Builds observations of one run of `cp`; make a new one per run (it keeps a short history).
+
+    `classic` must match the simulator's mode (requests are one slot per task there).
+    """
+
+    def __init__(self, cp: CompiledProblem, classic: bool, max_candidates: int = 16, history_len: int = 0) -> None:
+        if max_candidates < 1:
+            raise ValueError(f"max_candidates must be at least 1, got {max_candidates}")
+        if history_len < 0:
+            raise ValueError(f"history_len must be >= 0, got {history_len}")
+        self.cp = cp
+        self.classic = classic
+        self.max_candidates = max_candidates
+        self.history_len = history_len
+        n, m = cp.n_tasks, cp.n_nodes
+        if classic:
+            self.req = np.tile(np.array([1.0, 0.0, 0.0]), (n, 1))
+            self.cap = np.ones((m, 3))
+            self.cap[:, 1:] = np.inf
+            self.cap_norm = np.ones(3)
+        else:
+            self.req = cp.req.astype(np.float64)
+            self.cap = cp.cap.astype(np.float64)
+            mx = self.cap.max(axis=0)
+            self.cap_norm = np.where(mx > 0, mx, 1.0)
+        w = mean_exec_s(cp)
+        self.rank_u = upward_rank(cp)
+        rank_d = downward_rank(cp)
+        self.rank_fast = _longest_to_exit(cp, cp.exec_s.min(axis=1))
+        cpu_cap = self.cap[:, 0].sum()
+        self.work_share_s = w * self.req[:, 0] / cpu_cap  # each task's share of the cluster's cpu time
+        scale = max(float(self.rank_u.max(initial=0.0)), float(self.work_share_s.sum()))
+        self.scale_s = scale if scale > 0 else 1.0
+        self.t0_s = float(cp.wf_submit_s.min())
+        self.deadline_s = default_deadlines_s(cp)[cp.task_wf]
+        self.submit_s = cp.wf_submit_s[cp.task_wf]
+        pos = np.empty(n, dtype=np.int64)
+        pos[cp.topo] = np.arange(n)
+        self.topo_pos = pos
+        self.ever_fits = np.all(self.cap[None, :, :] + _EPS >= self.req[:, None, :], axis=2)  # (n, m)
+
+        s = self.scale_s
+        n_par = np.diff(cp.pred_ptr).astype(np.float64)
+        n_ch = np.diff(cp.succ_ptr).astype(np.float64)
+        data_in = np.bincount(np.repeat(np.arange(n), np.diff(cp.pred_ptr)), mean_comm_pred_s(cp), minlength=n)
+        data_out = np.bincount(np.repeat(np.arange(n), np.diff(cp.succ_ptr)), mean_comm_succ_s(cp), minlength=n)
+        prio = cp.priority.astype(np.float64)
+        pmax = float(np.abs(prio).max(initial=0.0))
+        static = np.column_stack(
+            [
+                w / s,
+                self.req / self.cap_norm if not classic else self.req,
+                prio / pmax if pmax > 0 else np.zeros(n),
+                cp.critical.astype(np.float64),
+                self.rank_u / s,
+                rank_d / s,
+                self.rank_fast / s,
+                np.log1p(n_par),
+                np.log1p(n_ch),
+                data_in / s,
+                data_out / s,
+            ]
+        )
+        self.task_static = np.clip(static, -FEATURE_CLIP, FEATURE_CLIP).astype(np.float32)
+        self.edge_index = np.stack([np.repeat(np.arange(n), np.diff(cp.succ_ptr)), cp.succ_idx]).astype(np.int64)
+
+        speed_max = float(cp.speed.max())
+        price_max = float(cp.price_per_hour.max())
+        cap_feat = np.zeros((m, 3)) if classic else self.cap / self.cap_norm
+        if classic:
+            cap_feat[:, 0] = 1.0
+        self.node_static = np.column_stack(
+            [
+                cap_feat,
+                cp.speed / speed_max,
+                cp.price_per_hour / price_max if price_max > 0 else np.zeros(m),
+            ]
+        )
+        self._hist = np.zeros((m, history_len), dtype=np.float32)
+        self._hist_at = -np.inf
+        self._opened = np.zeros(m, dtype=bool)
+        self._attempts_seen = 0
+        self._arrival = np.zeros((n, m))
+        self._arrival_known = np.zeros(n, dtype=bool)
+
+    # ---- the cheap part: who can start where ------------------------------------------
+
+    def ready_state(self, sim: Simulator) -> ReadyState:
+        """Ready tasks, their data-arrival times and legal nodes (exactly sim.can_start), and the next wake."""
+        m = self.cp.n_nodes
+        ready = np.fromiter(sorted(sim.ready), dtype=np.int64, count=len(sim.ready))
+        if len(ready) == 0:
+            empty = np.zeros((0, m), dtype=bool)
+            return ReadyState(ready, np.zeros((0, m)), empty, np.inf)
+        now = sim.now
+        # a ready task's arrival vector never changes (its parents are done), so rows are kept once seen
+        fresh = ready[~self._arrival_known[ready]]
+        for t in fresh.tolist():
+            self._arrival[t] = sim.data_ready_all_s(t)
+        self._arrival_known[fresh] = True
+        arrival = self._arrival[ready]
+        node_ok = sim.node_up & ~(sim.node_available_s > now)
+        req, free = self.req[ready], sim.free
+        legal = (arrival <= now + _EPS) & node_ok[None, :]
+        legal &= free[None, :, 0] + _EPS >= req[:, None, 0]
+        if not self.classic:  # classic requests are one cpu slot; memory and gpus are unlimited
+            legal &= free[None, :, 1] + _EPS >= req[:, None, 1]
+            legal &= free[None, :, 2] + _EPS >= req[:, None, 2]
+        future = arrival > now + _EPS
+        if future.any():
+            future &= self.ever_fits[ready] & sim.node_up[None, :]
+        wake = float(arrival[future].min()) if future.any() else np.inf
+        return ReadyState(ready, arrival, legal, wake)
+
+    # ---- the full observation -------------------------------------------------------------
+
+    def build(self, sim: Simulator, rs: ReadyState | None = None) -> Observation:
+        """The observation of `sim` now (pass the `ready_state` already computed at this instant, if any)."""
+        cp = self.cp
+        rs = rs if rs is not None else self.ready_state(sim)
+        n, m, s, now = cp.n_tasks, cp.n_nodes, self.scale_s, sim.now
+        clip = FEATURE_CLIP
+
+        # candidates: startable first, then upward rank, then topological position
+        startable = rs.legal.any(axis=1)
+        order = np.lexsort((self.topo_pos[rs.ready], -self.rank_u[rs.ready], ~startable))[: self.max_candidates]
+        cands = rs.ready[order]
+        legal = rs.legal[order]
+        arrival = rs.arrival_s[order]
+        k = len(cands)
+
+        # running tasks and their predicted ends (the view sim.predicted_end_s gives, vectorised)
+        run = np.fromiter(sim.running.keys(), dtype=np.int64, count=len(sim.running))
+        run_node = sim.node_of[run]
+        run_end = np.maximum(sim.start_s[run] + cp.exec_s[run, run_node] * sim.slow_factor[run_node], now)
+
+        # ---- tasks
+        status = sim.status
+        x = np.empty((n, len(TASK_FEATURES)), dtype=np.float32)
+        ns = len(TASK_STATIC)
+        x[:, :ns] = self.task_static
+        x[:, ns : ns + 4] = np.eye(4, dtype=np.float32)[status]
+        cand_flag = np.zeros(n)
+        cand_flag[cands] = 1.0
+        remaining = np.zeros(n)
+        remaining[run] = (run_end - now) / s
+        dyn = np.column_stack(
+            [
+                cand_flag,
+                remaining,
+                np.maximum(self.submit_s - now, 0.0) / s,
+                (self.deadline_s - now) / s,
+            ]
+        )
+        x[:, ns + 4 :] = np.clip(dyn, -clip, clip)
+
+        # ---- nodes
+        cpu_cap = self.cap[:, 0]
+        used_cpu = cpu_cap - sim.free[:, 0]
+        util = used_cpu / cpu_cap
+        up_now = sim.node_up & ~(sim.node_available_s > now)
+        boot_wait = np.where(sim.node_up, np.maximum(sim.node_available_s - now, 0.0) / s, clip)
+        busy_until = np.zeros(m)
+        if len(run):
+            np.maximum.at(busy_until, run_node, (run_end - now) / s)
+        n_running = np.bincount(run_node, minlength=m).astype(np.float64)
+        self._note_opened(sim, run_node)
+        free_feat = np.zeros((m, 3))
+        if self.classic:
+            free_feat[:, 0] = sim.free[:, 0]
+        else:
+            free_feat = sim.free / self.cap_norm
+        nodes = np.column_stack(
+            [
+                free_feat,
+                self.node_static,
+                n_running / cpu_cap,
+                util,
+                up_now.astype(np.float64),
+                boot_wait,
+                busy_until,
+                self._opened.astype(np.float64),
+            ]
+        )
+        node_x = np.clip(nodes, -clip, clip).astype(np.float32)
+        hist = self._history(now, util)
+
+        # ---- pairs
+        pair_x = np.zeros((k, m, len(PAIR_FEATURES)), dtype=np.float32)
+        est_start = est_finish = np.zeros((k, m))
+        if k:
+            with np.errstate(invalid="ignore"):  # inf - inf where a node can never take a task: clipped below
+                pair_x, est_start, est_finish = self._pairs(sim, cands, legal, arrival, run, run_node, run_end)
+
+        # ---- wait: only where time can advance and waiting can help
+        can_advance = sim.can_advance
+        any_legal = bool(legal.any())
+        helpful = False
+        if any_legal:
+            best_legal = np.where(legal, est_finish, np.inf).min(axis=1)
+            best_later = np.where(~legal, est_finish, np.inf).min(axis=1)
+            helpful = bool(np.any(legal.any(axis=1) & (best_later < best_legal - _EPS)))
+        wait_legal = can_advance and (not any_legal or helpful) and not sim.done
+
+        # ---- global
+        not_done = status != DONE
+        n_f = float(n)
+        glob = np.array(
+            [
+                (now - self.t0_s) / s,
+                float(sim.n_done) / n_f,
+                len(rs.ready) / n_f,
+                len(run) / n_f,
+                np.log1p(n_f) / 8.0,
+                np.log1p(float(m)) / 5.0,
+                float(up_now.mean()),
+                float(self.rank_fast[not_done].max(initial=0.0)) / s,
+                float(self.work_share_s[not_done].sum()) / s,
+                float(used_cpu.sum() / cpu_cap.sum()),
+            ]
+        )
+        return Observation(
+            task_x=x,
+            edge_index=self.edge_index,
+            node_x=node_x,
+            node_history=hist,
+            candidates=cands,
+            pair_x=pair_x,
+            global_x=np.clip(glob, -clip, clip).astype(np.float32),
+            legal=legal,
+            wait_legal=wait_legal,
+            wake_s=rs.wake_s,
+            est_start_s=est_start,
+            est_finish_s=est_finish,
+        )
+
+    # ---- helpers ----------------------------------------------------------------------
+
+    def _pairs(
+        self,
+        sim: Simulator,
+        cands: IntArray,
+        legal: BoolArray,
+        arrival: FloatArray,
+        run: IntArray,
+        run_node: IntArray,
+        run_end: FloatArray,
+    ) -> tuple[npt.NDArray[np.float32], FloatArray, FloatArray]:
+        """Pair features (k, m, F_p) and estimated start and finish times (k, m) of the candidates on every node."""
+        cp, m, s, now, clip = self.cp, self.cp.n_nodes, self.scale_s, sim.now, FEATURE_CLIP
+        req = self.req[cands]
+        room_s = self._room_time(sim, req, run, run_node, run_end)  # (k, m)
+        avail = np.where(sim.node_up, np.maximum(sim.node_available_s, now), np.inf)
+        fits = self.ever_fits[cands] & sim.node_up[None, :]
+        start = np.maximum(np.maximum(arrival, avail[None, :]), room_s)
+        start = np.where(fits, np.maximum(start, now), np.inf)
+        exec_s = cp.exec_s[cands]
+        est_finish = start + exec_s
+        best = est_finish.min(axis=1, keepdims=True)
+        cost = exec_s * cp.price_per_hour[None, :]
+        cost_max = np.where(fits, cost, 0.0).max(axis=1, keepdims=True)
+        pair = np.stack(
+            [
+                (start - now) / s,
+                (est_finish - now) / s,
+                exec_s / s,
+                np.maximum(arrival - now, 0.0) / s,
+                self._transfer_share(sim, cands),
+                legal.astype(np.float64),
+                np.where(np.isfinite(best), est_finish - best, np.inf) / s,
+                (np.maximum(room_s, avail[None, :]) - now) / s,
+                np.divide(cost, cost_max, out=np.zeros_like(cost), where=cost_max > 0),
+                fits.astype(np.float64),
+                (sim.avoid_node[cands][:, None] == np.arange(m)[None, :]).astype(np.float64),
+            ],
+            axis=2,
+        )
+        pair_x = np.clip(np.nan_to_num(pair, nan=clip, posinf=clip), -clip, clip).astype(np.float32)
+        return pair_x, start, est_finish
+
+    def _room_time(
+        self, sim: Simulator, req: FloatArray, run: IntArray, run_node: IntArray, run_end: FloatArray
+    ) -> FloatArray:
+        """When each node first has each request free, as running tasks end at their predicted times.
+
+        The same answer as `sim.node_timelines()[n].earliest_start` (the timelines only release
+        room over time, so the first instant with room lasts), without building timelines.
+        """
+        free = sim.free
+        room = np.where(np.all(free[None, :, :] + _EPS >= req[:, None, :], axis=2), sim.now, np.inf)
+        if len(run) == 0:
+            return room
+        order = np.lexsort((run_end, run_node))
+        nodes, ends = run_node[order], run_end[order]
+        rel = self.req[run[order]]
+        cum = np.cumsum(rel, axis=0)
+        seg = np.searchsorted(nodes, nodes, side="left")  # first row of each row's node
+        base = np.where(seg[:, None] > 0, cum[np.maximum(seg - 1, 0)], 0.0)
+        after = free[nodes] + (cum - base)  # free room on the row's node once it and earlier rows ended
+        sat = np.all(after[None, :, :] + _EPS >= req[:, None, :], axis=2)  # (k, rows)
+        t_sat = np.where(sat, ends[None, :], np.inf)
+        starts = np.flatnonzero(np.r_[True, nodes[1:] != nodes[:-1]])
+        first = np.minimum.reduceat(t_sat, starts, axis=1)  # (k, nodes with running tasks)
+        busy = nodes[starts]
+        room[:, busy] = np.minimum(room[:, busy], first)
+        return room
+
+    def _transfer_share(self, sim: Simulator, cands: IntArray) -> FloatArray:
+        """Per (candidate, node): share of the candidate's input bytes produced on other nodes."""
+        cp, m = self.cp, self.cp.n_nodes
+        lo, hi = cp.pred_ptr[cands], cp.pred_ptr[cands + 1]
+        lens = hi - lo
+        out = np.zeros((len(cands), m))
+        if lens.sum() == 0:
+            return out
+        rows = np.repeat(np.arange(len(cands)), lens)
+        edges = np.repeat(lo - np.cumsum(np.r_[0, lens[:-1]]), lens) + np.arange(lens.sum())
+        data = cp.pred_data[edges]
+        src = sim.node_of[cp.pred_idx[edges]]
+        on_node = np.zeros((len(cands), m))
+        np.add.at(on_node, (rows, src), data)
+        total = np.bincount(rows, data, minlength=len(cands))[:, None]
+        np.divide(total - on_node, total, out=out, where=total > 0)
+        return out
+
+    def _history(self, now: float, util: FloatArray) -> npt.NDArray[np.float32]:
+        if self.history_len == 0:
+            return self._hist
+        if now != self._hist_at:
+            self._hist = np.roll(self._hist, -1, axis=1)
+            self._hist_at = now
+        self._hist[:, -1] = util
+        return self._hist.copy()
+
+    def _note_opened(self, sim: Simulator, run_node: IntArray) -> None:
+        """Nodes that ran anything (billing runs from a node's first start)."""
+        attempts = sim.trace.attempts
+        for a in attempts[self._attempts_seen :]:
+            self._opened[a.node] = True
+        self._attempts_seen = len(attempts)
+        self._opened[run_node] = True

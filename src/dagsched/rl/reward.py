@@ -1,0 +1,219 @@
+"""Reward: weighted per-step terms whose episode sums are the episode objective.
+
+Five terms, each normalised by a per-instance baseline (HEFT's plan on predicted runtimes,
+or the lower bound) so that problems of very different sizes give rewards of one scale:
+
+- `makespan`: per step -(time elapsed since the last step) / baseline makespan;
+  sums to -makespan / baseline makespan.
+- `cost`: per step -(billed cost accrued since the last step) / baseline cost;
+  sums to -billed cost / baseline cost.
+- `sla`: -1 / n_workflows at each workflow that ends past its deadline;
+  sums to -(1 - SLA hit rate).
+- `fragmentation`: per step -∫ mean over nodes of (free cpu / cpu)² dt / baseline makespan;
+  sums to -fragmentation × makespan / baseline makespan (`Metrics.fragmentation` is that
+  integral divided by the makespan).
+- `load`: per step -∫ std over nodes of (used cpu / cpu) dt / baseline makespan;
+  sums to minus the same integral computed from the trace.
+
+Time runs from the first submission (as in `compute_metrics`). Billed cost accrues as a
+potential: each node's bill so far (first start to now while it runs, to its last end
+otherwise, rounded up to the billing granularity, at least the minimum), so the increments
+sum to `billed_cost` exactly. The load term is the time integral of the instantaneous spread
+of utilisation, not `Metrics.load_std` (the spread of time-averaged utilisation), because only
+an integral splits into per-step terms; `objective_terms` computes it from the trace alone.
+The total reward is `-Σ weight × term`; default weights 0.4 / 0.3 / 0.2 / 0.1 / 0.05.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from dagsched.model.compiled import CompiledProblem
+from dagsched.model.graph import default_deadlines_s
+from dagsched.sim.config import SimConfig
+from dagsched.sim.engine import Simulator
+from dagsched.sim.metrics import compute_metrics, lower_bound_s
+from dagsched.sim.trace import Trace
+
+TERMS = ("makespan", "cost", "sla", "fragmentation", "load")
+
+BaselineKind = Literal["heft", "lower_bound"]
+
+
+class RewardWeights(BaseModel):
+    """Weight of each objective term in the scalar reward."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    makespan: float = Field(0.4, ge=0, description="weight of makespan / baseline makespan")
+    cost: float = Field(0.3, ge=0, description="weight of billed cost / baseline cost")
+    sla: float = Field(0.2, ge=0, description="weight of the share of workflows missing their deadline")
+    fragmentation: float = Field(0.1, ge=0, description="weight of the idle-capacity integral")
+    load: float = Field(0.05, ge=0, description="weight of the load-imbalance integral")
+
+    def combine(self, terms: dict[str, float]) -> float:
+        """The scalar reward of per-step terms (already signed: each term <= 0)."""
+        return float(sum(getattr(self, name) * terms[name] for name in TERMS))
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What the objective is measured against on one problem."""
+
+    kind: str
+    makespan_s: float
+    cost: float
+
+    def as_dict(self) -> dict[str, float | str]:
+        return {"kind": self.kind, "makespan_s": self.makespan_s, "cost": self.cost}
+
+
+def compute_baseline(cp: CompiledProblem, config: SimConfig, kind: BaselineKind = "heft") -> Baseline:
+    """HEFT's makespan and cost on predicted runtimes (no noise, failures or stragglers), or the lower bounds.
+
+    The lower-bound cost is each task on its cheapest node for its cpu share of that node.
+    A baseline of zero (free nodes, zero runtimes) is replaced by 1 so the terms stay finite.
+    """
+    if kind == "heft":
+        from dagsched.sim.run import simulate
+
+        exact = SimConfig(
+            classic=config.classic,
+            boot_delay=config.boot_delay,
+            billing_granularity_s=config.billing_granularity_s,
+            billing_minimum_s=config.billing_minimum_s,
+        )
+        result = simulate(cp, "heft", exact, seed=0, validate=False)
+        makespan, cost = result.metrics.makespan, result.metrics.cost
+    elif kind == "lower_bound":
+        makespan = lower_bound_s(cp, config.classic)
+        share = np.ones_like(cp.exec_s) if config.classic else cp.req[:, :1] / cp.cap[None, :, 0]
+        cost = float((cp.exec_s * cp.price_per_hour[None, :] * share).min(axis=1).sum() / 3600.0)
+    else:
+        raise ValueError(f"unknown baseline '{kind}'; choose 'heft' or 'lower_bound'")
+    return Baseline(kind, makespan if makespan > 0 else 1.0, cost if cost > 0 else 1.0)
+
+
+def load_std_integral_s(cp: CompiledProblem, trace: Trace) -> float:
+    """∫ (std over nodes of used cpu / cpu capacity) dt over the run, from the trace's attempts alone."""
+    attempts = trace.attempts
+    if not attempts:
+        return 0.0
+    m = cp.n_nodes
+    cpu_cap = np.ones(m) if trace.classic else cp.cap[:, 0]
+    task = np.array([a.task for a in attempts], dtype=np.int64)
+    node = np.array([a.node for a in attempts], dtype=np.int64)
+    cpu = np.ones(len(attempts)) if trace.classic else cp.req[task, 0]
+    times = np.concatenate([[a.start for a in attempts], [a.end for a in attempts]])
+    grid = np.unique(times)
+    change = np.zeros((len(grid), m))
+    np.add.at(change, (np.searchsorted(grid, times), np.concatenate([node, node])), np.concatenate([cpu, -cpu]))
+    util = np.cumsum(change, axis=0) / cpu_cap  # constant over [grid[i], grid[i + 1])
+    return float((util[:-1].std(axis=1) * np.diff(grid)).sum())
+
+
+def objective_terms(cp: CompiledProblem, trace: Trace, config: SimConfig, baseline: Baseline) -> dict[str, float]:
+    """The episode objective from the trace (each term >= 0); the per-step rewards sum to minus these."""
+    metrics = compute_metrics(cp, trace, config)
+    return {
+        "makespan": metrics.makespan / baseline.makespan_s,
+        "cost": metrics.cost / baseline.cost,
+        "sla": 1.0 - metrics.sla_hit_rate,
+        "fragmentation": metrics.fragmentation * metrics.makespan / baseline.makespan_s,
+        "load": load_std_integral_s(cp, trace) / baseline.makespan_s,
+    }
+
+
+class RewardTracker:
+    """Accrues the objective terms of one run as the environment drives the simulator.
+
+    The environment calls `started` after each `sim.start`, `before_step` / `after_step` around
+    each `sim.step`, and `collect` once per environment step; whatever accrued before the first
+    decision (boot delays, late arrivals) goes into the first step's reward.
+    """
+
+    def __init__(self, cp: CompiledProblem, sim: Simulator, config: SimConfig, baseline: Baseline) -> None:
+        self.cp = cp
+        self.config = config
+        self.baseline = baseline
+        m = cp.n_nodes
+        self.t0_s = float(cp.wf_submit_s.min())
+        self.cpu_cap = sim.cap[:, 0].copy()
+        self.deadline_s = default_deadlines_s(cp)
+        self.wf_left = np.bincount(cp.task_wf, minlength=cp.n_workflows)
+        self.wf_end = np.full(cp.n_workflows, -np.inf)
+        self.first_start = np.full(m, np.inf)
+        self.last_end = np.full(m, -np.inf)
+        self._seen = 0
+        self._clock = max(sim.now, self.t0_s)
+        self._bill = 0.0
+        self._sla = 0.0
+        self._frag = 0.0
+        self._load = 0.0
+        self._state: tuple[float, float, float] | None = None
+        self.totals = dict.fromkeys(TERMS, 0.0)
+
+    def started(self, sim: Simulator, nd: int) -> None:
+        """A task started on node nd now: its bill opens if this is its first."""
+        self.first_start[nd] = min(self.first_start[nd], sim.now)
+
+    def before_step(self, sim: Simulator) -> None:
+        """Remember the state that holds until the next event."""
+        free = sim.free[:, 0] / self.cpu_cap
+        self._state = (sim.now, float(np.mean(free * free)), float(np.std(1.0 - free)))
+
+    def after_step(self, sim: Simulator) -> None:
+        """Integrate the remembered state up to now; note attempts that ended."""
+        assert self._state is not None, "before_step must precede after_step"
+        at, frag, load = self._state
+        dt = max(sim.now, self.t0_s) - max(at, self.t0_s)
+        self._frag += frag * dt
+        self._load += load * dt
+        self._state = None
+        attempts = sim.trace.attempts
+        task_wf = self.cp.task_wf
+        n_wf = self.cp.n_workflows
+        for a in attempts[self._seen :]:
+            self.last_end[a.node] = max(self.last_end[a.node], a.end)
+            if a.outcome == "done":
+                w = int(task_wf[a.task])
+                self.wf_left[w] -= 1
+                self.wf_end[w] = max(self.wf_end[w], a.end)
+                if self.wf_left[w] == 0 and self.wf_end[w] > self.deadline_s[w] + 1e-9:
+                    self._sla += 1.0 / n_wf
+        self._seen = len(attempts)
+
+    def billed_so_far(self, sim: Simulator) -> float:
+        """Each opened node's bill up to now (running) or to its last end (idle), rounded as billed."""
+        gran, minimum = self.config.billing_granularity_s, self.config.billing_minimum_s
+        opened = np.isfinite(self.first_start)
+        if not opened.any():
+            return 0.0
+        running = np.zeros(self.cp.n_nodes, dtype=bool)
+        running[sim.node_of[np.fromiter(sim.running, dtype=np.int64, count=len(sim.running))]] = True
+        end = np.where(running, np.maximum(sim.now, self.last_end), self.last_end)
+        span = end[opened] - self.first_start[opened]
+        billed = np.maximum(np.ceil(span / gran - 1e-9) * gran, minimum)
+        return float((billed * self.cp.price_per_hour[opened]).sum() / 3600.0)
+
+    def collect(self, sim: Simulator) -> dict[str, float]:
+        """The signed terms (each <= 0) accrued since the last call."""
+        clock = max(sim.now, self.t0_s)
+        bill = self.billed_so_far(sim)
+        ms = self.baseline.makespan_s
+        terms = {
+            "makespan": -(clock - self._clock) / ms,
+            "cost": -(bill - self._bill) / self.baseline.cost,
+            "sla": -self._sla,
+            "fragmentation": -self._frag / ms,
+            "load": -self._load / ms,
+        }
+        self._clock, self._bill = clock, bill
+        self._sla = self._frag = self._load = 0.0
+        for name, value in terms.items():
+            self.totals[name] += value
+        return terms
