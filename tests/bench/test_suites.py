@@ -37,7 +37,7 @@ def _manifest_traces(root: Path) -> list[str]:
 
 def test_standard_is_the_full_grid_plus_every_trace(wfinstances: Path) -> None:
     """standard = 4 families x 7 scales x 3 clusters x 2 modes x 10 seeds x S, less ml_pipeline on the
-    GPU-less homog-8, plus every non-legacy, non-toy trace on the 3 clusters x 2 modes x 10 seeds x S."""
+    GPU-less homog-8, plus every non-legacy, non-toy trace on hetero-16 x 2 modes x 10 seeds x S."""
     s = len(registered_names())
     traces = _manifest_traces(wfinstances)
     assert len(traces) == 31
@@ -46,8 +46,9 @@ def test_standard_is_the_full_grid_plus_every_trace(wfinstances: Path) -> None:
     synthetic = 4 * 7 * 3 * 2 * 10 * s - 7 * 2 * 10 * s
     assert (len(FAMILIES), len(SCALES), len(STANDARD_CLUSTERS), len(STANDARD_SEEDS)) == (4, 7, 3, 10)
     assert sum(c.spec.kind == "synthetic" for c in cells) == synthetic
-    assert sum(c.spec.kind == "trace" for c in cells) == 31 * 3 * 2 * 10 * s
-    assert len(cells) == synthetic + 31 * 3 * 2 * 10 * s
+    assert sum(c.spec.kind == "trace" for c in cells) == 31 * 2 * 10 * s
+    assert {c.spec.cluster for c in cells if c.spec.kind == "trace"} == {"hetero-16"}
+    assert len(cells) == synthetic + 31 * 2 * 10 * s
     assert len({c.key for c in cells}) == len(cells)
     assert {Path(c.spec.path).relative_to(wfinstances).as_posix() for c in cells if c.spec.path} == set(traces)
     assert not any(c.spec.family == "ml_pipeline" and c.spec.cluster == "homog-8" for c in cells)
