@@ -447,7 +447,7 @@ class FeatureBuilder:
         """Pair features (k, m, F_p) and estimated start and finish times (k, m) of the candidates on every node."""
         cp, m, s, now, clip = self.cp, self.cp.n_nodes, self.scale_s, sim.now, FEATURE_CLIP
         req = self.req[cands]
-        room_s = self._room_time(sim, req, run, run_node, run_end)  # (k, m)
+        room_s = sim.room_times(req)  # (k, m)
         avail = np.where(sim.node_up, np.maximum(sim.node_available_s, now), np.inf)
         fits = self.ever_fits[cands] & sim.node_up[None, :]
         start = np.maximum(np.maximum(arrival, avail[None, :]), room_s)
@@ -475,33 +475,6 @@ class FeatureBuilder:
         )
         pair_x = np.clip(np.nan_to_num(pair, nan=clip, posinf=clip), -clip, clip).astype(np.float32)
         return pair_x, start, est_finish
-
-    def _room_time(
-        self, sim: Simulator, req: FloatArray, run: IntArray, run_node: IntArray, run_end: FloatArray
-    ) -> FloatArray:
-        """When each node first has each request free, as running tasks end at their predicted times.
-
-        The same answer as `sim.node_timelines()[n].earliest_start` (the timelines only release
-        room over time, so the first instant with room lasts), without building timelines.
-        """
-        free = sim.free
-        room = np.where(np.all(free[None, :, :] + _EPS >= req[:, None, :], axis=2), sim.now, np.inf)
-        if len(run) == 0:
-            return room
-        order = np.lexsort((run_end, run_node))
-        nodes, ends = run_node[order], run_end[order]
-        rel = self.req[run[order]]
-        cum = np.cumsum(rel, axis=0)
-        seg = np.searchsorted(nodes, nodes, side="left")  # first row of each row's node
-        base = np.where(seg[:, None] > 0, cum[np.maximum(seg - 1, 0)], 0.0)
-        after = free[nodes] + (cum - base)  # free room on the row's node once it and earlier rows ended
-        sat = np.all(after[None, :, :] + _EPS >= req[:, None, :], axis=2)  # (k, rows)
-        t_sat = np.where(sat, ends[None, :], np.inf)
-        starts = np.flatnonzero(np.r_[True, nodes[1:] != nodes[:-1]])
-        first = np.minimum.reduceat(t_sat, starts, axis=1)  # (k, nodes with running tasks)
-        busy = nodes[starts]
-        room[:, busy] = np.minimum(room[:, busy], first)
-        return room
 
     def _transfer_share(self, sim: Simulator, cands: IntArray) -> FloatArray:
         """Per (candidate, node): share of the candidate's input bytes produced on other nodes."""

@@ -8,7 +8,6 @@ simulator (`sim.data_ready_s`, `sim.node_timelines`).
 from __future__ import annotations
 
 from abc import abstractmethod
-from bisect import bisect_right
 
 import numpy as np
 
@@ -83,7 +82,10 @@ class BatchMapper(Scheduler):
             avoid = int(sim.avoid_node[t])
             if avoid >= 0 and any(n != avoid and self._can_host(sim, lines, t, n) for n in range(m)):
                 self._avoid[t] = avoid
-        est = self._first_slots(sim, lines, ready, arrival)
+        est = sim.earliest_starts(ready)
+        for i, t in enumerate(ready):
+            if t in self._avoid:
+                est[i, self._avoid[t]] = np.inf
         ect = est + sim.cp.exec_s[ready]
         free = sim.free.copy()
         assignments: list[tuple[int, int]] = []
@@ -116,36 +118,6 @@ class BatchMapper(Scheduler):
                     est[r, nd], ect[r, nd] = self._slot(sim, lines, ready[r], nd, arrival[ready[r]])
         return Decision(assignments, wake if np.isfinite(wake) else None)
 
-    def _first_slots(
-        self, sim: Simulator, lines: list[NodeTimeline], ready: list[int], arrival: dict[int, np.ndarray]
-    ) -> np.ndarray:
-        """Earliest start of every ready task on every node, vectorised (equal to `_slot` before any mapping).
-
-        Before this decision maps anything, a node's timeline holds only running tasks
-        from now to their predicted ends, so its free capacity only grows with time and
-        the earliest fit of a request is one `searchsorted` per resource.
-        """
-        now = sim.now
-        req = np.array([sim.request(t) for t in ready], dtype=np.float64).reshape(len(ready), 3)
-        data_at = np.stack([arrival[t] for t in ready])
-        est = np.full((len(ready), sim.cp.n_nodes), np.inf)
-        for nd, line in enumerate(lines):
-            if not np.isfinite(line.available_from):
-                continue
-            i0 = bisect_right(line.times, now) - 1
-            times = np.asarray(line.times[i0:])
-            times[0] = now
-            free = np.maximum.accumulate(np.asarray(line.cap) - np.asarray(line.used[i0:]), axis=0)
-            first = np.max([np.searchsorted(free[:, d], req[:, d] - _EPS) for d in range(3)], axis=0)
-            fit_from = times[np.minimum(first, len(times) - 1)]
-            can_host = np.all(req <= np.asarray(line.cap), axis=1) & (first < len(times))
-            start = np.maximum(np.maximum(data_at[:, nd], now), max(line.available_from, now))
-            est[:, nd] = np.where(can_host, np.maximum(start, fit_from), np.inf)
-        for i, t in enumerate(ready):
-            if self._avoid.get(t) is not None:
-                est[i, self._avoid[t]] = np.inf
-        return est
-
     @staticmethod
     def _room_now(sim: Simulator, lines: list[NodeTimeline], tasks: list[int]) -> bool:
         """Whether some node has room now for the smallest of these requests (a cheap necessary test)."""
@@ -161,11 +133,7 @@ class BatchMapper(Scheduler):
 
     @staticmethod
     def _can_host(sim: Simulator, lines: list[NodeTimeline], t: int, nd: int) -> bool:
-        req = sim.request(t)
-        cap = lines[nd].cap
-        return (
-            req[0] <= cap[0] and req[1] <= cap[1] and req[2] <= cap[2] and bool(np.isfinite(lines[nd].available_from))
-        )
+        return lines[nd].can_host(sim.request(t))
 
     def _slot(
         self, sim: Simulator, lines: list[NodeTimeline], t: int, nd: int, arrival: np.ndarray

@@ -61,8 +61,7 @@ def earliest_finish(
     req = sim.request(t)
     for nd in range(m):
         line = lines[nd]
-        cap = line.cap
-        if req[0] > cap[0] or req[1] > cap[1] or req[2] > cap[2] or not np.isfinite(line.available_from):
+        if not line.can_host(req):
             continue
         start[nd] = line.earliest_start(float(arrival[nd]), float(sim.cp.exec_s[t, nd]), req)
     avoid = int(sim.avoid_node[t])

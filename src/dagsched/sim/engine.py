@@ -248,6 +248,55 @@ class Simulator:
         r = self.cp.req[t]
         return (float(r[0]), float(r[1]), float(r[2]))
 
+    def requests(self, tasks: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """`request` of several tasks at once, shape (k, 3)."""
+        if self.classic:
+            out = np.zeros((len(tasks), 3))
+            out[:, 0] = 1.0
+            return out
+        return np.asarray(self.cp.req[tasks], dtype=np.float64)
+
+    def room_times(self, req: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """When each node first has each request (k, 3) free, shape (k, m), as running tasks end when predicted.
+
+        Running tasks only release room as time goes on, so the first instant with room
+        lasts: this equals `node_timelines()[n].earliest_start` before anything new is
+        planned, vectorised over requests and nodes.
+        """
+        free = self.free
+        room = np.where(np.all(free[None, :, :] + 1e-9 >= req[:, None, :], axis=2), self.now, np.inf)
+        if not self.running:
+            return room
+        run = np.fromiter(self.running.keys(), dtype=np.int64, count=len(self.running))
+        run_node = self.node_of[run]
+        run_end = np.maximum(self.start_s[run] + self.cp.exec_s[run, run_node] * self.slow_factor[run_node], self.now)
+        order = np.lexsort((run_end, run_node))
+        nodes, ends = run_node[order], run_end[order]
+        cum = np.cumsum(self.requests(run[order]), axis=0)
+        first_row = np.searchsorted(nodes, nodes, side="left")
+        before = np.where(first_row[:, None] > 0, cum[np.maximum(first_row - 1, 0)], 0.0)
+        after = free[nodes] + (cum - before)  # room on the row's node once it and the earlier rows ended
+        sat = np.all(after[None, :, :] + 1e-9 >= req[:, None, :], axis=2)
+        t_sat = np.where(sat, ends[None, :], np.inf)
+        starts = np.flatnonzero(np.r_[True, nodes[1:] != nodes[:-1]])
+        busy = nodes[starts]
+        room[:, busy] = np.minimum(room[:, busy], np.minimum.reduceat(t_sat, starts, axis=1))
+        return room
+
+    def earliest_starts(self, tasks: list[int]) -> npt.NDArray[np.float64]:
+        """Earliest start of each ready task on each node from now, shape (k, m); inf where it cannot run.
+
+        Inputs arrived, node up and booted, and its request free as running tasks end
+        when predicted: what a planner sees before it plans anything new.
+        """
+        idx = np.asarray(tasks, dtype=np.int64)
+        req = self.requests(idx)
+        avail = np.where(self.node_up, np.maximum(self.node_available_s, self.now), np.inf)
+        arrival = np.stack([self.data_ready_all_s(t) for t in tasks]) if tasks else np.zeros((0, self.cp.n_nodes))
+        start = np.maximum(np.maximum(arrival, avail[None, :]), self.room_times(req))
+        can_host = np.all(req[:, None, :] <= self.cap[None, :, :] + 1e-9, axis=2)
+        return np.where(can_host, np.maximum(start, self.now), np.inf)
+
     def fits_now(self, t: int, nd: int) -> bool:
         """Node nd is up, booted and has t's request free now."""
         if not self.node_up[nd] or self.node_available_s[nd] > self.now:

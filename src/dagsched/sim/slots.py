@@ -11,6 +11,7 @@ from __future__ import annotations
 from bisect import bisect_right
 
 Vec = tuple[float, float, float]
+inf = float("inf")
 
 
 class NodeTimeline:
@@ -27,6 +28,11 @@ class NodeTimeline:
         self.available_from = available_from
         self.times: list[float] = [0.0]
         self.used: list[Vec] = [(0.0, 0.0, 0.0)]
+
+    def can_host(self, req: Vec) -> bool:
+        """Whether the node could ever run `req` (it is up and its capacity holds it, within 1e-9)."""
+        c, eps = self.cap, 1e-9
+        return req[0] <= c[0] + eps and req[1] <= c[1] + eps and req[2] <= c[2] + eps and self.available_from < inf
 
     def _fits(self, i: int, req: Vec) -> bool:
         u, c = self.used[i], self.cap
