@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 
-.PHONY: run test lint bench perf clean
+.PHONY: run serve test lint bench perf clean
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,6 +17,13 @@ $(STAMP): requirements.lock pyproject.toml
 # the product's main job: the quick benchmark of every registered scheduler (real traces included)
 run: $(STAMP)
 	$(VENV)/bin/dagsched bench --suite quick --out results/quick
+
+# the scheduling service on localhost:8080 with a SQLite store, and a demo client filling it
+serve: $(STAMP)
+	mkdir -p results
+	DAGSCHED_API_TOKEN=$${DAGSCHED_API_TOKEN:-dev-token} $(VENV)/bin/dagsched serve --host 127.0.0.1 --port 8080 \
+	  --store sqlite:///results/service.sqlite & pid=$$!; trap "kill $$pid" EXIT INT TERM; \
+	  $(PY) -m dagsched.service.demo --url http://127.0.0.1:8080 --count 40; wait $$pid
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks

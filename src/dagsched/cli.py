@@ -385,8 +385,10 @@ def generate_stream_cmd(
 def _register_subcommands() -> None:
     from dagsched.bench import adversarial, report
     from dagsched.bench.cli import register as register_bench
+    from dagsched.service.cli import register as register_service
 
     register_bench(app)
+    register_service(app)
     report.register(app)
     adversarial.register(app)
 

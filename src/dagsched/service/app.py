@@ -1,0 +1,67 @@
+"""The FastAPI app: built here, nothing else. Routes live in `routes/`, state in `state.py`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from dagsched.service import errors
+from dagsched.service.middleware import LimitsAndMetrics
+from dagsched.service.routes import config, events, health, k8s, model, plans, schedule, shadow
+from dagsched.service.settings import Settings, get_settings
+from dagsched.service.state import ServiceState
+
+log = logging.getLogger("dagsched.service")
+
+
+class _LazyMetrics:
+    """The middleware is built before the lifespan; it reads the state's metrics once they exist."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.app = app
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.app.state.service.metrics, name)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """The service app; `settings` default to the environment (DAGSCHED_*)."""
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        state = ServiceState(settings)
+        app.state.service = state
+        try:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, state.reload_config)
+        except (NotImplementedError, RuntimeError, ValueError):
+            log.info("SIGHUP reload unavailable here (not the main thread)")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
+            state.store.close()
+
+    app = FastAPI(
+        title="dagsched",
+        summary="Plans DAG workflows on heterogeneous cloud nodes; Kubernetes scheduler extender.",
+        version="1.0",
+        lifespan=lifespan,
+    )
+    errors.install(app)
+    app.add_middleware(
+        LimitsAndMetrics,
+        max_body=settings.max_body_bytes,
+        max_upload=settings.max_upload_bytes,
+        metrics=_LazyMetrics(app),
+    )
+    for module in (schedule, plans, events, model, config, k8s, shadow, health):
+        app.include_router(module.router)
+    return app

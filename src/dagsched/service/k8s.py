@@ -1,0 +1,207 @@
+"""The Kubernetes scheduler extender: kube-scheduler's `filter` and `prioritize` verbs.
+
+kube-scheduler POSTs `ExtenderArgs` (k8s.io/kube-scheduler/extender/v1):
+`{"pod": <v1.Pod>, "nodes": <v1.NodeList> | null, "nodenames": [str] | null}` — `nodes`
+when the extender is not `nodeCacheCapable`, `nodenames` when it is. Answers:
+
+- filter -> `ExtenderFilterResult`: `{"nodes" | "nodenames", "failedNodes": {name: reason},
+  "failedAndUnresolvableNodes": {}, "error": ""}`;
+- prioritize -> `HostPriorityList`: `[{"host": name, "score": 0..10}]` (MaxExtenderPriority = 10).
+
+An extender must never break scheduling: every fault (bad JSON, a missing pod, a store outage)
+becomes the `error` field of a 200 filter answer (kube-scheduler then treats the extender as
+failed, and skips it when `ignorable: true`), or equal scores of 0 with an `X-Dagsched-Error`
+header for prioritize; never a 500.
+
+The pod's request is the sum of its containers' `resources.requests` (or the largest init
+container's, when bigger, as kube-scheduler counts it). A node offers its `status.allocatable`;
+its speed and price come from the labels `dagsched.io/speed` and `dagsched.io/price-per-hour`
+(default 1 and 0). Workflow and task identity come from the pod's labels or annotations
+`dagsched.io/workflow` and `dagsched.io/task`; `dagsched.io/runtime` is the predicted runtime
+in seconds (default 60). With only `nodenames` the extender knows names, not capacities: filter
+passes every name through, prioritize scores the planned node 10 and the others 0.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from dagsched.service.rules import Rule, failing_rule
+
+MAX_PRIORITY = 10
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu")
+_SUFFIX = {
+    "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+    "m": 1e-3, "u": 1e-6, "n": 1e-9,
+}  # fmt: skip
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
+
+
+class ExtenderInputError(ValueError):
+    """A malformed ExtenderArgs; its message names the field."""
+
+
+def quantity(value: Any, field: str) -> float:
+    """A Kubernetes resource quantity ("500m", "4", "16Gi", "1e3") as a number."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    m = _QUANTITY.match(str(value).strip()) if isinstance(value, str) else None
+    if not m or m.group(2) not in _SUFFIX:
+        raise ExtenderInputError(f"{field}: {value!r} is not a Kubernetes quantity")
+    return float(m.group(1)) * _SUFFIX[m.group(2)]
+
+
+def _meta(obj: dict, what: str) -> dict[str, Any]:
+    meta = obj.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise ExtenderInputError(f"{what}.metadata: expected an object")
+    return meta
+
+
+def _requests(resources: dict, field: str) -> tuple[float, float, float]:
+    req = (resources or {}).get("requests") or {}
+    if not isinstance(req, dict):
+        raise ExtenderInputError(f"{field}.resources.requests: expected an object")
+    cpu = quantity(req.get("cpu", 0), f"{field}.resources.requests.cpu")
+    mem = quantity(req.get("memory", 0), f"{field}.resources.requests.memory") / 2**30
+    gpu = sum(quantity(req[k], f"{field}.resources.requests.{k}") for k in GPU_RESOURCES if k in req)
+    return cpu, mem, gpu
+
+
+def pod_task(pod: Any) -> dict[str, Any]:
+    """What a rule sees as `task`, from the pod: requests, identity, predicted runtime, priority."""
+    if not isinstance(pod, dict):
+        raise ExtenderInputError("pod: missing or not an object")
+    meta = _meta(pod, "pod")
+    spec = pod.get("spec") or {}
+    if not isinstance(spec, dict):
+        raise ExtenderInputError("pod.spec: expected an object")
+    total = [0.0, 0.0, 0.0]
+    containers = spec.get("containers") or []
+    if not isinstance(containers, list):
+        raise ExtenderInputError("pod.spec.containers: expected a list")
+    for i, c in enumerate(containers):
+        r = _requests((c or {}).get("resources") or {}, f"pod.spec.containers[{i}]")
+        total = [a + b for a, b in zip(total, r, strict=True)]
+    for i, c in enumerate(spec.get("initContainers") or []):
+        r = _requests((c or {}).get("resources") or {}, f"pod.spec.initContainers[{i}]")
+        total = [max(a, b) for a, b in zip(total, r, strict=True)]
+    labels = {**(meta.get("annotations") or {}), **(meta.get("labels") or {})}
+    runtime = quantity(labels.get("dagsched.io/runtime", 60), "pod.metadata.annotations[dagsched.io/runtime]")
+    return {
+        "id": labels.get("dagsched.io/task") or meta.get("name", ""),
+        "workflow": labels.get("dagsched.io/workflow") or meta.get("namespace", "default"),
+        "runtime": runtime,
+        "cpu": total[0],
+        "mem": total[1],
+        "gpu": total[2],
+        "priority": int(spec.get("priority") or 0),
+        "critical": labels.get("dagsched.io/critical", "false") == "true",
+        "labels": {str(k): str(v) for k, v in labels.items()},
+    }
+
+
+def node_view(node: Any, i: int) -> dict[str, Any]:
+    """What a rule sees as `node`, from a v1.Node: allocatable is its free capacity."""
+    if not isinstance(node, dict):
+        raise ExtenderInputError(f"nodes.items[{i}]: expected an object")
+    meta = _meta(node, f"nodes.items[{i}]")
+    name = meta.get("name")
+    if not name:
+        raise ExtenderInputError(f"nodes.items[{i}].metadata.name: missing")
+    alloc = ((node.get("status") or {}).get("allocatable")) or {}
+    field = f"nodes.items[{i}].status.allocatable"
+    cpu = quantity(alloc.get("cpu", 0), f"{field}.cpu")
+    mem = quantity(alloc.get("memory", 0), f"{field}.memory") / 2**30
+    gpu = sum(quantity(alloc[k], f"{field}.{k}") for k in GPU_RESOURCES if k in alloc)
+    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+    return {
+        "id": name,
+        "cpu": cpu,
+        "mem": mem,
+        "gpu": gpu,
+        "cpu_free": cpu,
+        "mem_free": mem,
+        "gpu_free": gpu,
+        "speed": quantity(labels.get("dagsched.io/speed", 1), f"nodes.items[{i}] label dagsched.io/speed"),
+        "price_per_hour": quantity(labels.get("dagsched.io/price-per-hour", 0), f"nodes.items[{i}] price label"),
+        "labels": labels,
+        "unschedulable": bool((node.get("spec") or {}).get("unschedulable")),
+    }
+
+
+def _nodes(args: dict) -> tuple[list[dict[str, Any]] | None, list[dict] | None, list[str]]:
+    """(views, raw items) when `nodes` is given, else (None, None, names)."""
+    nodes = args.get("nodes")
+    if nodes is not None:
+        items = nodes.get("items") if isinstance(nodes, dict) else None
+        if not isinstance(items, list):
+            raise ExtenderInputError("nodes.items: expected a list of v1.Node")
+        views = [node_view(n, i) for i, n in enumerate(items)]
+        return views, items, [v["id"] for v in views]
+    names = args.get("nodenames")
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ExtenderInputError("ExtenderArgs needs `nodes` (a v1.NodeList) or `nodenames` (a list of names)")
+    return None, None, names
+
+
+def _reject_reason(node: dict[str, Any], task: dict[str, Any], rules: list[Rule]) -> str | None:
+    if node["unschedulable"]:
+        return "node is cordoned (spec.unschedulable)"
+    short = [f"{r} {task[r]:g} > allocatable {node[r]:g}" for r in ("cpu", "mem", "gpu") if task[r] > node[r] + 1e-9]
+    if short:
+        return "dagsched: insufficient " + ", ".join(short)
+    rule = failing_rule(rules, node, task)
+    return f"dagsched: rule {rule.name} ({rule.expr}) fails" if rule else None
+
+
+def filter_nodes(args: Any, rules: list[Rule]) -> dict[str, Any]:
+    """ExtenderFilterResult for the pod over the given nodes."""
+    if not isinstance(args, dict):
+        raise ExtenderInputError("body: expected an ExtenderArgs object")
+    task = pod_task(args.get("pod"))
+    views, items, names = _nodes(args)
+    if views is None:
+        return {"nodes": None, "nodenames": names, "failedNodes": {}, "failedAndUnresolvableNodes": {}, "error": ""}
+    failed: dict[str, str] = {}
+    kept: list[dict] = []
+    for view, item in zip(views, items or [], strict=True):
+        reason = _reject_reason(view, task, rules)
+        if reason is None:
+            kept.append(item)
+        else:
+            failed[view["id"]] = reason
+    return {
+        "nodes": {**args["nodes"], "items": kept},
+        "nodenames": None,
+        "failedNodes": failed,
+        "failedAndUnresolvableNodes": {},
+        "error": "",
+    }
+
+
+def prioritize(args: Any, rules: list[Rule], planned_node: str | None) -> list[dict[str, Any]]:
+    """HostPriorityList: the planned node 10; others by estimated runtime on the node (faster is higher)."""
+    if not isinstance(args, dict):
+        raise ExtenderInputError("body: expected an ExtenderArgs object")
+    task = pod_task(args.get("pod"))
+    views, _, names = _nodes(args)
+    if views is None:
+        return [{"host": n, "score": MAX_PRIORITY if n == planned_node else 0} for n in names]
+    fit = {v["id"]: _reject_reason(v, task, rules) is None for v in views}
+    best_speed = max((v["speed"] for v in views if fit[v["id"]]), default=1.0)
+    out = []
+    for v in views:
+        if v["id"] == planned_node and fit[v["id"]]:
+            score = MAX_PRIORITY
+        elif not fit[v["id"]]:
+            score = 0
+        else:
+            # runtime / speed relative to the fastest fitting node, with a headroom tie-breaker
+            speed_part = v["speed"] / best_speed
+            headroom = 1.0 - task["cpu"] / v["cpu"] if v["cpu"] > 0 else 0.0
+            score = int(round((MAX_PRIORITY - 1) * (0.8 * speed_part + 0.2 * max(headroom, 0.0))))
+        out.append({"host": v["id"], "score": max(0, min(MAX_PRIORITY, score))})
+    return out

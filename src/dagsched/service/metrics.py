@@ -1,0 +1,64 @@
+"""Prometheus metrics of one service process, in their own registry (so tests can build many apps)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+_LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+class ServiceMetrics:
+    """Every series the service exports at `GET /v1/metrics`."""
+
+    def __init__(self) -> None:
+        r = self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "dagsched_requests",
+            "HTTP requests by route template, method and status",
+            ["route", "method", "status"],
+            registry=r,
+        )
+        self.errors = Counter("dagsched_request_errors", "responses with status >= 400 by route", ["route"], registry=r)
+        self.plan_latency = Histogram(
+            "dagsched_plan_latency_seconds",
+            "time to produce one plan",
+            ["scheduler"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.decision_latency = Histogram(
+            "dagsched_decision_latency_seconds",
+            "time of one scheduler decision inside a plan",
+            ["scheduler"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.inference = Histogram(
+            "dagsched_model_inference_seconds",
+            "learned policy time per decision",
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.fallbacks = Counter(
+            "dagsched_fallbacks", "plans that fell back to HEFT, by reason", ["reason"], registry=r
+        )
+        self.breaker_open = Gauge("dagsched_breaker_open", "1 while the learned policy's breaker is open", registry=r)
+        self.model_info = Gauge(
+            "dagsched_model_info", "the serving policy (value 1)", ["version", "sha256"], registry=r
+        )
+        self.model_swaps = Counter("dagsched_model_swaps", "policy swaps by outcome", ["outcome"], registry=r)
+        self.skew_round_robin = Counter(
+            "dagsched_skew_round_robin_decisions", "placements made round-robin by the load-skew monitor", registry=r
+        )
+        self.shadow_plans = Counter("dagsched_shadow_plans", "shadow comparisons by winner", ["winner"], registry=r)
+        self.shadow_makespan_ratio = Gauge(
+            "dagsched_shadow_makespan_ratio", "live / shadow predicted makespan of the last plan", registry=r
+        )
+        self.shadow_cost_ratio = Gauge(
+            "dagsched_shadow_cost_ratio", "live / shadow predicted cost of the last plan", registry=r
+        )
+        self.k8s = Counter(
+            "dagsched_k8s_requests", "extender calls by verb and outcome", ["verb", "outcome"], registry=r
+        )
+        self.config_reloads = Counter("dagsched_config_reloads", "config loads by outcome", ["outcome"], registry=r)
+        self.events = Counter("dagsched_events", "events received by kind", ["kind"], registry=r)

@@ -1,0 +1,88 @@
+"""ASGI middleware: request size limits and request metrics.
+
+The size limit counts the bytes actually received (a lying or absent Content-Length
+does not get past it) and answers 413 naming the limit; weight uploads have their own,
+larger limit.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+UPLOAD_PATH = "/v1/model/weights"
+
+
+def _too_large(limit: int) -> HTTPException:
+    return HTTPException(413, f"body: request body is over the limit of {limit} bytes")
+
+
+class LimitsAndMetrics:
+    """Refuse bodies over the limit with 413; count every response by route template and status."""
+
+    def __init__(self, app: ASGIApp, max_body: int, max_upload: int, metrics: Any) -> None:
+        self.app = app
+        self.max_body = max_body
+        self.max_upload = max_upload
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self.max_upload if scope["path"] == UPLOAD_PATH else self.max_body
+        status = {"code": 500, "started": False}
+
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await self._refuse(send, limit, status)
+            self._count(scope, status["code"])
+            return
+
+        received = 0
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise _too_large(limit)
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+                status["started"] = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except HTTPException as err:  # raised by limited_receive outside any handler
+            if err.status_code != 413 or status["started"]:
+                raise
+            await self._refuse(send, limit, status)
+        self._count(scope, status["code"])
+
+    async def _refuse(self, send: Send, limit: int, status: dict) -> None:
+        body = json.dumps({"detail": f"body: request body is over the limit of {limit} bytes"}).encode()
+        status["code"] = 413
+        status["started"] = True
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    def _count(self, scope: Scope, code: int) -> None:
+        route = scope.get("route")
+        template = getattr(route, "path", None) or "unmatched"
+        self.metrics.requests.labels(route=template, method=scope.get("method", ""), status=str(code)).inc()
+        if code >= 400:
+            self.metrics.errors.labels(route=template).inc()

@@ -1,0 +1,201 @@
+"""The serving policy: loaded at start-up, replaced by validated uploads, rolled back on request.
+
+An upload (`<weights>.safetensors` bytes and its JSON metadata, as `save_policy` writes them)
+goes through, in order: size limits; the metadata must be a JSON object; the weights must
+parse as safetensors (never a pickle: `safetensors` only); `load_policy`'s checks (format,
+feature version and sizes, sha256, every tensor's shape against the recorded architecture);
+a smoke inference (the policy plans a small fixed problem in the simulator and its logits are
+finite). Only then is it swapped in, under a lock, in one assignment; the old one becomes
+`previous` (what `rollback` restores). Any failure leaves the serving model as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dagsched.model.errors import InputError
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """One loaded policy and where it came from."""
+
+    policy: Any
+    version: str
+    sha256: str
+    loaded_at: float
+    source: str
+    meta: dict[str, Any] = field(repr=False)
+
+
+def _smoke_problem() -> Any:
+    from dagsched.model import Cluster, Node, Problem, Task, Workflow, compile_problem
+
+    wf = Workflow(
+        name="smoke",
+        tasks=[Task(id=f"t{i}", runtime=1.0 + i, cpu=1.0) for i in range(4)],
+        edges=[{"src": "t0", "dst": "t1"}, {"src": "t0", "dst": "t2"}, {"src": "t1", "dst": "t3"}],
+    )
+    cluster = Cluster(nodes=[Node(id="a", cpu=2, mem=4), Node(id="b", cpu=1, mem=4, speed=2.0)])
+    return compile_problem(Problem(workflows=[wf], cluster=cluster))
+
+
+def smoke_test(policy: Any) -> None:
+    """Plan a small fixed problem with the policy; raise InputError if it cannot (non-finite output, crash)."""
+    import torch
+
+    from dagsched.rl.features import FeatureBuilder
+    from dagsched.sim.engine import Simulator
+    from dagsched.sim.run import simulate
+
+    cp = _smoke_problem()
+    sim = Simulator(cp)
+    sim.step()
+    builder = FeatureBuilder(cp, False, 16, policy.config.history_len)
+    obs = builder.build(sim)
+    with torch.inference_mode():
+        logits, value = policy.forward_single(obs)
+    legal = torch.from_numpy(obs.action_mask())
+    if not bool(torch.isfinite(logits[legal]).all()) or not bool(torch.isfinite(value)):
+        raise InputError("weights", "smoke inference gave non-finite logits or value: the weights are unusable")
+    from dagsched.schedulers.drl import DRLScheduler
+
+    result = simulate(cp, DRLScheduler(policy=policy), validate=True)
+    if not result.valid:
+        raise InputError("weights", "smoke plan is invalid: " + "; ".join(result.violations[:3]))
+
+
+class ModelManager:
+    """Holds the serving policy and the previous one; swaps atomically."""
+
+    def __init__(self, model_dir: Path, max_upload_bytes: int) -> None:
+        self.model_dir = Path(model_dir)
+        self.max_upload_bytes = max_upload_bytes
+        self.current: LoadedModel | None = None
+        self.previous: LoadedModel | None = None
+        self.error: str | None = None  # why no model is loaded, when none is
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def available() -> bool:
+        """Whether this build has the DRL scheduler at all."""
+        try:
+            import dagsched.schedulers.drl  # noqa: F401
+        except ImportError:
+            return False
+        return True
+
+    def load_path(self, stem: Path, source: str = "shipped") -> LoadedModel:
+        """Load a saved policy (`<stem>.safetensors` + `<stem>.json`) and make it the serving one."""
+        from dagsched.rl.policy import PolicyFileError, load_policy
+
+        try:
+            policy = load_policy(stem)
+        except PolicyFileError as err:
+            raise InputError("weights", str(err)) from None
+        meta = json.loads(Path(str(stem) + ".json").read_text())
+        loaded = LoadedModel(policy, _version(meta), meta["sha256"], time.time(), source, meta)
+        self._swap(loaded)
+        return loaded
+
+    def try_load_startup(self, stem: Path) -> None:
+        """The shipped (or configured) model; a missing or bad one is reported, and HEFT serves."""
+        if not self.available():
+            self.error = "this build has no DRL scheduler (dagsched.schedulers.drl)"
+            return
+        try:
+            self.load_path(stem, "shipped")
+        except (InputError, OSError, ValueError) as err:
+            self.error = f"no learned policy loaded from {stem}: {err}"
+
+    def upload(self, weights: bytes, metadata: bytes) -> LoadedModel:
+        """Validate an uploaded policy and swap it in; InputError (field `weights` or `metadata`) otherwise."""
+        if len(weights) > self.max_upload_bytes:
+            raise InputError("weights", f"{len(weights)} bytes is over the upload limit of {self.max_upload_bytes}")
+        if not weights:
+            raise InputError("weights", "the weights file is empty")
+        try:
+            meta = json.loads(metadata)
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise InputError("metadata", f"not valid JSON: {err}") from None
+        if not isinstance(meta, dict):
+            raise InputError("metadata", f"expected a JSON object, got {type(meta).__name__}")
+        if not self.available():
+            raise InputError("weights", "this build has no DRL scheduler to run the policy")
+        from safetensors import SafetensorError
+        from safetensors.torch import load as load_safetensors
+
+        try:
+            load_safetensors(weights)
+        except (SafetensorError, Exception) as err:  # noqa: BLE001  (any parse failure is the client's file)
+            raise InputError("weights", f"not a valid safetensors file: {err}") from None
+        self.model_dir.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=self.model_dir, prefix=".upload-"))
+        try:
+            stem = staging / "policy"
+            (staging / "policy.safetensors").write_bytes(weights)
+            (staging / "policy.json").write_bytes(metadata)
+            from dagsched.rl.policy import PolicyFileError, load_policy
+
+            try:
+                policy = load_policy(stem)
+            except PolicyFileError as err:
+                raise InputError("weights", str(err).replace(str(staging) + "/", "")) from None
+            except (TypeError, ValueError) as err:
+                raise InputError("metadata", f"architecture does not build: {err}") from None
+            try:
+                smoke_test(policy)
+            except InputError:
+                raise
+            except Exception as err:  # noqa: BLE001  (a crash in the smoke run rejects the upload)
+                raise InputError("weights", f"smoke inference failed: {type(err).__name__}: {err}") from None
+            version = _version(meta)
+            final = self.model_dir / _safe_name(version)
+            for suffix in (".safetensors", ".json"):
+                (staging / f"policy{suffix}").replace(Path(str(final) + suffix))
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        loaded = LoadedModel(policy, version, meta["sha256"], time.time(), "upload", meta)
+        self._swap(loaded)
+        return loaded
+
+    def rollback(self) -> LoadedModel:
+        """Serve the previous model again (the current one becomes previous)."""
+        with self._lock:
+            if self.previous is None:
+                raise LookupError("there is no previous model to roll back to")
+            self.current, self.previous = self.previous, self.current
+            assert self.current is not None
+            return self.current
+
+    def _swap(self, loaded: LoadedModel) -> None:
+        with self._lock:
+            if self.current is not None:
+                self.previous = self.current
+            self.current = loaded
+            self.error = None
+
+    def scheduler(self, temperature: float) -> Any:
+        """A DRL scheduler over the serving policy (greedy at temperature 0)."""
+        from dagsched.schedulers.drl import DRLScheduler
+
+        current = self.current
+        if current is None:
+            raise LookupError(self.error or "no learned policy loaded")
+        return DRLScheduler(policy=current.policy, greedy=temperature <= 0, temperature=max(temperature, 1e-6))
+
+
+def _version(meta: dict[str, Any]) -> str:
+    v = meta.get("version")
+    return str(v) if v else f"sha-{str(meta.get('sha256', ''))[:12]}"
+
+
+def _safe_name(version: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in version)[:100] or "policy"

@@ -1,0 +1,31 @@
+"""PUT /v1/config and GET /v1/config: the runtime config, applied without a restart."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Body
+
+from dagsched.model.errors import InputError
+from dagsched.service.config import config_from_dict
+from dagsched.service.state import Authorized, State
+
+router = APIRouter(tags=["config"])
+
+
+@router.get("/v1/config")
+def get_config(state: State) -> dict[str, Any]:
+    """The live runtime config."""
+    return state.config.model_dump()
+
+
+@router.put("/v1/config", dependencies=[Authorized])
+def put_config(state: State, body: dict[str, Any] = Body(...)) -> dict[str, Any]:  # noqa: B008
+    """Replace the runtime config as a whole; a bad field or rule (named in the 422) leaves the old one live."""
+    try:
+        config = config_from_dict(body)
+    except InputError:
+        state.metrics.config_reloads.labels(outcome="rejected").inc()
+        raise
+    state.set_config(config)
+    return config.model_dump()

@@ -1,0 +1,168 @@
+"""POST /v1/events: what happened to a plan's tasks and nodes; re-plans what is affected.
+
+The state of a plan chain is rebuilt from its stored events on every call (no replica holds
+it): finished tasks are done; started ones run on their node until they finish, fail or are
+migrated; a node is down from `node_down` until `node_up`. What re-plans:
+
+- `task_failed`: the task is ready again;
+- `task_overran` with `elapsed_s` past 200 % of the task's planned time (the rollback
+  coordinator's rule): the task is stopped and migrated, kept off that node if any other admits it;
+- `node_down`: the node's running and planned tasks move; `node_up`: the node is offered again.
+
+`task_started` and `task_finished` are recorded without a re-plan. A re-plan plans the unfinished
+tasks from the event's time on (running tasks pinned to their node with their remaining predicted
+time; data from finished parents counted as present), stores it as a new revision of the chain,
+and returns the assignments that changed node or start.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, HTTPException
+
+from dagsched.io import workflow_from_dict
+from dagsched.model import Edge, Task, Workflow
+from dagsched.model.errors import InputError
+from dagsched.service.schemas import EventRequest, EventResponse, ScheduleRequest
+from dagsched.service.state import Authorized, ServiceState, State
+
+router = APIRouter(tags=["events"])
+
+OVERRUN_FACTOR = 2.0
+
+
+def _chain_state(events: list[dict[str, Any]], planned: dict[str, dict]) -> dict[str, Any]:
+    done: set[str] = set()
+    running: dict[str, tuple[str, float]] = {}
+    down: set[str] = set()
+    avoid: dict[str, str] = {}
+    for e in events:
+        kind, task, node, at = e["kind"], e["task"], e["node"], e["at"]
+        if kind == "task_started":
+            running[task] = (node or planned[task]["node"], at)
+        elif kind == "task_finished":
+            done.add(task)
+            running.pop(task, None)
+        elif kind == "task_failed":
+            running.pop(task, None)
+        elif kind == "task_overran" and e["payload"].get("migrate"):
+            where = running.pop(task, None)
+            avoid[task] = node or (where[0] if where else planned[task]["node"])
+        elif kind == "node_down":
+            down.add(node)
+            for t, (nd, _) in list(running.items()):
+                if nd == node:
+                    running.pop(t)
+        elif kind == "node_up":
+            down.discard(node)
+    return {"done": done, "running": running, "down": down, "avoid": avoid}
+
+
+def _replan(state: ServiceState, root: dict, latest: dict, body: EventRequest) -> dict[str, Any]:
+    request = ScheduleRequest.model_validate(root["request"])
+    wf = workflow_from_dict(request.workflow)
+    planned = {a["task"]: a for a in latest["response"]["assignments"]}
+    chain = _chain_state(state.store.events(root["id"]), planned)
+    nodes = [n for n in request.nodes if n.id not in chain["down"]]
+    if not nodes:
+        raise InputError("node", "every node of the plan is down: nothing can be re-planned")
+    keep = [t for t in wf.tasks if t.id not in chain["done"]]
+    if not keep:
+        return {"assignments": [], "plan_id": latest["id"], "stored": False}
+    kept = {t.id for t in keep}
+    tasks: list[Task] = []
+    pins: dict[str, str] = {}
+    for t in keep:
+        if t.id in chain["running"]:
+            node, started = chain["running"][t.id]
+            speed = next((n.speed for n in nodes if n.id == node), 1.0)
+            left = max(t.runtime / speed - (body.at - started), 0.0)
+            tasks.append(t.model_copy(update={"costs": {node: left}}))
+            pins[t.id] = node
+        else:
+            tasks.append(t)
+    edges = [Edge(src=e.src, dst=e.dst, data=e.data) for e in wf.edges if e.src in kept and e.dst in kept]
+    sub = Workflow(name=wf.name, tasks=tasks, edges=edges, deadline=wf.deadline, labels=wf.labels)
+    req = request.model_copy(update={"nodes": nodes})
+    result = state.planner.plan_workflow(
+        sub, req, state.config, root_id=root["id"], pins=pins, avoid=chain["avoid"], offset_s=body.at
+    )
+    result.plan_row["request"] = {**root["request"], "replan_of": latest["id"], "event": body.model_dump()}
+    state.store.save_plan(result.plan_row, result.decision_rows)
+    return {**result.response, "stored": True}
+
+
+@router.post("/v1/events", response_model=EventResponse, dependencies=[Authorized])
+def post_event(body: EventRequest, state: State) -> dict[str, Any]:
+    """Record an event of a plan; re-plan the affected tasks and return the assignments that changed."""
+    plan = state.store.get_plan(body.plan_id)
+    if plan is None:
+        raise HTTPException(404, f"plan_id: no plan '{body.plan_id}'")
+    root = state.store.get_plan(plan["root_id"]) or plan
+    latest = state.store.latest_revision(root["id"]) or plan
+    planned = {a["task"]: a for a in latest["response"]["assignments"]}
+    all_tasks = {a["task"] for a in root["response"]["assignments"]}
+    node_ids = {n["id"] for n in root["request"]["nodes"]}
+    if body.kind.startswith("task_"):
+        if not body.task:
+            raise InputError("task", f"required for {body.kind}")
+        if body.task not in all_tasks:
+            raise InputError("task", f"unknown task '{body.task}' in plan '{body.plan_id}'")
+    if body.node is not None and body.node not in node_ids:
+        raise InputError("node", f"unknown node '{body.node}' in plan '{body.plan_id}'")
+    if body.kind.startswith("node_") and not body.node:
+        raise InputError("node", f"required for {body.kind}")
+    state.metrics.events.labels(kind=body.kind).inc()
+
+    payload: dict[str, Any] = {"elapsed_s": body.elapsed_s}
+    replan, reason = False, "recorded"
+    if body.kind == "task_overran":
+        if body.elapsed_s is None:
+            raise InputError("elapsed_s", "required for task_overran: how long the task has run so far")
+        prior = planned.get(body.task or "") or next(
+            a for a in root["response"]["assignments"] if a["task"] == body.task
+        )
+        predicted = max(prior["finish"] - prior["start"], 1e-9)
+        ratio = body.elapsed_s / predicted
+        if ratio > OVERRUN_FACTOR:
+            payload["migrate"] = True
+            replan, reason = True, f"task ran {ratio:.0%} of its prediction (over {OVERRUN_FACTOR:.0%}): migrated"
+        else:
+            reason = f"task at {ratio:.0%} of its prediction: within {OVERRUN_FACTOR:.0%}, left running"
+    elif body.kind == "task_failed":
+        replan, reason = True, "task failed: it is ready again"
+    elif body.kind == "node_down":
+        affected = [t for t, a in planned.items() if a["node"] == body.node and a["finish"] > body.at]
+        replan = bool(affected)
+        reason = f"node down: {len(affected)} planned task(s) move" if affected else "node down: nothing planned there"
+    elif body.kind == "node_up":
+        replan, reason = True, "node up: offered again"
+    state.store.add_event(root["id"], body.kind, body.task, body.node, body.at, payload)
+
+    changed: list[dict[str, Any]] = []
+    new_id = latest["id"]
+    if replan:
+        result = _replan(state, root, latest, body)
+        new_id = result["plan_id"]
+        for a in result["assignments"]:
+            before = planned.get(a["task"])
+            if before is None or before["node"] != a["node"] or abs(before["start"] - a["start"]) > 1e-6:
+                changed.append(
+                    {
+                        "task": a["task"],
+                        "node": a["node"],
+                        "start": a["start"],
+                        "finish": a["finish"],
+                        "previous_node": before["node"] if before else None,
+                        "previous_start": before["start"] if before else None,
+                    }
+                )
+    return {
+        "plan_id": new_id,
+        "root_id": root["id"],
+        "replanned": replan,
+        "reason": reason,
+        "changed": changed,
+        "migrated": [body.task] if payload.get("migrate") else [],
+    }

@@ -1,0 +1,40 @@
+"""Liveness, readiness and Prometheus metrics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from dagsched.service.state import State
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz")
+def healthz() -> dict[str, str]:
+    """The process answers."""
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+def readyz(state: State) -> Any:
+    """Ready when the store answers; reports whether the learned policy is loaded (HEFT serves if not)."""
+    checks: dict[str, Any] = {"model": state.models.current.version if state.models.current else None}
+    try:
+        state.store.ping()
+        checks["store"] = "ok"
+    except Exception as err:  # noqa: BLE001
+        checks["store"] = f"unreachable: {type(err).__name__}"
+        return JSONResponse({"status": "not ready", **checks}, status_code=503)
+    if state.models.current is None:
+        checks["fallback"] = state.models.error
+    return {"status": "ready", **checks}
+
+
+@router.get("/v1/metrics")
+def metrics(state: State) -> Response:
+    """Prometheus text exposition."""
+    return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)

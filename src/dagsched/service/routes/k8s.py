@@ -1,0 +1,70 @@
+"""Kubernetes scheduler extender verbs: POST /v1/k8s/filter and /v1/k8s/prioritize (never a 500)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from dagsched.service import k8s
+from dagsched.service.state import State
+
+router = APIRouter(tags=["kubernetes"])
+log = logging.getLogger("dagsched.service")
+
+
+async def _args(request: Request) -> Any:
+    raw = await request.body()
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise k8s.ExtenderInputError(f"body: malformed JSON: {err}") from None
+
+
+@router.post("/v1/k8s/filter")
+async def k8s_filter(request: Request, state: State) -> JSONResponse:
+    """ExtenderArgs -> ExtenderFilterResult; any fault goes in `error`."""
+    try:
+        result = k8s.filter_nodes(await _args(request), state.config.compiled_rules)
+        state.metrics.k8s.labels(verb="filter", outcome="ok").inc()
+    except Exception as err:  # noqa: BLE001  (an extender must never break scheduling)
+        if not isinstance(err, k8s.ExtenderInputError):
+            log.exception("extender filter failed")
+        state.metrics.k8s.labels(verb="filter", outcome="error").inc()
+        result = {
+            "nodes": None,
+            "nodenames": None,
+            "failedNodes": {},
+            "failedAndUnresolvableNodes": {},
+            "error": str(err),
+        }
+    return JSONResponse(result)
+
+
+@router.post("/v1/k8s/prioritize")
+async def k8s_prioritize(request: Request, state: State) -> JSONResponse:
+    """ExtenderArgs -> HostPriorityList (scores 0..10); any fault: scores 0 and an X-Dagsched-Error header."""
+    args: Any = None
+    try:
+        args = await _args(request)
+        task = k8s.pod_task(args.get("pod") if isinstance(args, dict) else None)
+        planned = state.store.planned_node(task["workflow"], task["id"])
+        result = k8s.prioritize(args, state.config.compiled_rules, planned)
+        state.metrics.k8s.labels(verb="prioritize", outcome="ok").inc()
+        return JSONResponse(result)
+    except Exception as err:  # noqa: BLE001
+        if not isinstance(err, k8s.ExtenderInputError):
+            log.exception("extender prioritize failed")
+        state.metrics.k8s.labels(verb="prioritize", outcome="error").inc()
+        names: list[str] = []
+        if isinstance(args, dict):
+            items = (args.get("nodes") or {}).get("items") if isinstance(args.get("nodes"), dict) else None
+            if isinstance(items, list):
+                names = [str(((n or {}).get("metadata") or {}).get("name", "")) for n in items if isinstance(n, dict)]
+            elif isinstance(args.get("nodenames"), list):
+                names = [str(n) for n in args["nodenames"]]
+        header = str(err).encode("ascii", "replace").decode()[:500]
+        return JSONResponse([{"host": n, "score": 0} for n in names], headers={"X-Dagsched-Error": header})

@@ -1,0 +1,133 @@
+"""Request and response bodies: the OpenAPI schema of the service.
+
+Field constraints here produce the 422s that name the field (`nodes[2].free.cpu: ...`); the
+workflow itself is read by `dagsched.io.workflow_from_dict` (native or WfFormat JSON), whose
+errors name the field inside it (`workflow.tasks[3].runtime: ...`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dagsched.rl.reward import RewardWeights
+
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class FreeCapacity(_Body):
+    """What a node has free now; the planner plans on this, not on the node's total."""
+
+    cpu: NonNegative
+    mem: NonNegative = 0.0
+    gpu: Annotated[int, Field(ge=0)] = 0
+
+
+class NodeState(_Body):
+    """One node as the caller sees it now."""
+
+    id: Annotated[str, Field(min_length=1, max_length=256)]
+    cpu: Positive = Field(description="total cores")
+    mem: NonNegative = Field(0.0, description="total GiB")
+    gpu: Annotated[int, Field(ge=0)] = 0
+    speed: Positive = 1.0
+    price_per_hour: NonNegative = 0.0
+    bandwidth: Positive = Field(1.25e9, description="bytes per second")
+    free: FreeCapacity | None = Field(None, description="free capacity now; default: all of it")
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class ScheduleRequest(_Body):
+    """A workflow and the nodes it may run on."""
+
+    workflow: dict[str, Any] = Field(description="a native workflow (name, tasks) or a WfFormat instance")
+    nodes: Annotated[list[NodeState], Field(min_length=1)]
+    scheduler: str | None = Field(None, description="registered scheduler name; default from the config (drl)")
+    weights: RewardWeights | None = Field(None, description="objective weights; default from the config")
+
+
+class Alternative(BaseModel):
+    node: str
+    score: float = Field(description="the scheduler's score for this node; for HEFT the finish time, lower wins")
+    start: float
+    finish: float
+    chosen: bool
+
+
+class Rejection(BaseModel):
+    node: str
+    constraint: str
+
+
+class Evidence(BaseModel):
+    score: str = Field(description="what `alternatives[].score` measures")
+    alternatives: list[Alternative]
+    rejected: list[Rejection]
+    terms: dict[str, float]
+
+
+class Assignment(BaseModel):
+    task: str
+    node: str
+    start: float
+    finish: float
+    evidence: Evidence
+
+
+class PlanResponse(BaseModel):
+    """A plan: the keys clients rely on first, then what explains it."""
+
+    plan_id: str
+    scheduler: str
+    fallback: bool
+    makespan: float
+    cost: float
+    assignments: list[Assignment]
+    fallback_reason: str | None = None
+    requested_scheduler: str
+    workflow: str
+    model_version: str | None = None
+    objective: dict[str, Any]
+    rejected_nodes: list[Rejection]
+    notes: list[str]
+    root_id: str | None = None
+
+
+EventKind = Literal["task_started", "task_finished", "task_failed", "task_overran", "node_down", "node_up"]
+
+
+class EventRequest(_Body):
+    """Something that happened to a plan's tasks or nodes; times in seconds from the plan's start."""
+
+    plan_id: Annotated[str, Field(min_length=1)]
+    kind: EventKind
+    task: str | None = None
+    node: str | None = None
+    at: NonNegative = Field(description="seconds since the plan started")
+    elapsed_s: NonNegative | None = Field(None, description="task_overran: how long the task has run so far")
+
+
+class EventResponse(BaseModel):
+    plan_id: str
+    root_id: str
+    replanned: bool
+    reason: str
+    changed: list[dict[str, Any]]
+    migrated: list[str]
+
+
+class ModelInfo(BaseModel):
+    loaded: bool
+    version: str | None
+    sha256: str | None
+    loaded_at: float | None
+    source: str | None
+    previous: str | None
+    architecture: dict[str, Any] | None
+    error: str | None = None

@@ -1,0 +1,39 @@
+"""Process settings of the service, from the environment (prefix `DAGSCHED_`) or `dagsched serve` flags.
+
+These are fixed for the life of a process. What an operator changes at run time (rules,
+weights, temperature, breaker, shadow) is the runtime config (`service.config`), applied
+with `PUT /v1/config` or re-read from `config_file` on SIGHUP.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_MODEL = Path(__file__).resolve().parents[1] / "data" / "models" / "drl-v1"
+
+
+class Settings(BaseSettings):
+    """Settings of one service process."""
+
+    model_config = SettingsConfigDict(env_prefix="DAGSCHED_", extra="ignore")
+
+    api_token: SecretStr | None = Field(None, description="bearer token the mutating routes require; unset: refused")
+    store_url: str = Field("sqlite:///dagsched-service.sqlite", description="SQLAlchemy URL of the decision store")
+    config_file: Path | None = Field(None, description="runtime config (YAML or JSON), re-read on SIGHUP")
+    model_path: Path = Field(DEFAULT_MODEL, description="shipped policy: <path>.safetensors + <path>.json")
+    model_dir: Path = Field(Path("dagsched-models"), description="where uploaded policies are kept")
+    environment: str = Field("dev", description="label stored with every decision (finetune reads only its own)")
+    max_body_bytes: int = Field(2_000_000, gt=0, description="largest request body, except weight uploads")
+    max_upload_bytes: int = Field(50_000_000, gt=0, description="largest weights upload")
+    max_tasks: int = Field(5_000, gt=0, description="largest workflow /v1/schedule plans")
+    max_nodes: int = Field(1_000, gt=0, description="most nodes one request may carry")
+
+
+@lru_cache
+def get_settings() -> Settings:
+    """The process settings (cached; tests build their own and pass them to `create_app`)."""
+    return Settings()

@@ -1,0 +1,95 @@
+"""Shared fixtures of the service tests: a tiny saved policy, settings on a temporary SQLite file, a client."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from dagsched.service.app import create_app
+from dagsched.service.settings import Settings
+
+TOKEN = "test-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def save_tiny_policy(stem: Path, seed: int = 0, version: str | None = None) -> Path:
+    """A small random policy (hidden 16, one layer), saved as <stem>.safetensors + <stem>.json."""
+    import json
+
+    import torch
+
+    from dagsched.rl.policy import SchedulingPolicy, save_policy
+
+    torch.manual_seed(seed)
+    save_policy(SchedulingPolicy(hidden=16, layers=1, heads=2), stem)
+    if version:
+        meta_path = stem.with_name(stem.name + ".json")
+        meta = json.loads(meta_path.read_text())
+        meta["version"] = version
+        meta_path.write_text(json.dumps(meta))
+    return stem
+
+
+@pytest.fixture(scope="session")
+def policy_stem(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return save_tiny_policy(tmp_path_factory.mktemp("policy") / "tiny", seed=0, version="tiny-v1")
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path, policy_stem: Path) -> Callable[..., Settings]:
+    def make(**overrides: Any) -> Settings:
+        values: dict[str, Any] = {
+            "store_url": f"sqlite:///{tmp_path / 'store.sqlite'}",
+            "model_path": policy_stem,
+            "model_dir": tmp_path / "models",
+            "api_token": TOKEN,
+            "environment": "test",
+        }
+        values.update(overrides)
+        return Settings(**values)
+
+    return make
+
+
+@pytest.fixture
+def client(make_settings: Callable[..., Settings]) -> Iterator[TestClient]:
+    with TestClient(create_app(make_settings())) as c:
+        yield c
+
+
+def workflow(name: str = "w") -> dict[str, Any]:
+    """a -> (b, c) -> d; c's input is 1 GB. HEFT on `nodes()` puts everything on n2: makespan 10 s."""
+    return {
+        "name": name,
+        "tasks": [
+            {"id": "a", "runtime": 10},
+            {"id": "b", "runtime": 5, "dependencies": ["a"]},
+            {"id": "c", "runtime": 7, "dependencies": [{"task": "a", "data": 1e9}]},
+            {"id": "d", "runtime": 3, "dependencies": ["b", "c"]},
+        ],
+    }
+
+
+def nodes(n: int = 3) -> list[dict[str, Any]]:
+    """n0..n{n-1}: 4 cpu, 16 GiB, speed 1 + 0.5 i, price 0.5 + i per hour, all free."""
+    return [
+        {
+            "id": f"n{i}",
+            "cpu": 4,
+            "mem": 16,
+            "speed": 1 + 0.5 * i,
+            "price_per_hour": 0.5 + i,
+            "free": {"cpu": 4, "mem": 16},
+            "labels": {"zone": "a" if i % 2 == 0 else "b"},
+        }
+        for i in range(n)
+    ]
+
+
+def pg_url() -> str | None:
+    return os.environ.get("DAGSCHED_TEST_PG_URL")

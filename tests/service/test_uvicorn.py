@@ -1,0 +1,80 @@
+"""A real uvicorn process on a free port, called over HTTP: every read route, a plan, a reload by SIGHUP."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from .conftest import TOKEN, nodes, workflow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def server(tmp_path: Path, policy_stem: Path):
+    port = _free_port()
+    config = tmp_path / "config.yaml"
+    config.write_text("temperature: 0\n")
+    env = dict(os.environ, DAGSCHED_API_TOKEN=TOKEN, DAGSCHED_MODEL_DIR=str(tmp_path / "models"))
+    store = f"sqlite:///{tmp_path / 's.sqlite'}"
+    cmd = [sys.executable, "-m", "dagsched.service.cli", "serve", "--port", str(port), "--config", str(config),
+           "--store", store, "--model", str(policy_stem), "--log-level", "warning"]  # fmt: skip
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"server exited: {proc.stdout.read().decode() if proc.stdout else ''}")
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    else:
+        proc.kill()
+        raise AssertionError("server did not start within 60 s")
+    yield base, proc, config
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def test_real_server_plans_and_reloads_on_sighup(server) -> None:
+    """Over HTTP: healthz, readyz, openapi, a HEFT plan (makespan 10), its stored copy, metrics; SIGHUP re-reads."""
+    base, proc, config = server
+    with httpx.Client(base_url=base, timeout=30) as c:
+        assert c.get("/healthz").json() == {"status": "ok"}
+        ready = c.get("/readyz").json()
+        assert ready["status"] == "ready" and ready["model"] == "tiny-v1"
+        spec = c.get("/openapi.json").json()
+        assert {"/v1/schedule", "/v1/k8s/filter", "/v1/model/weights", "/v1/events"} <= set(spec["paths"])
+        plan = c.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes(), "scheduler": "heft"}).json()
+        assert plan["makespan"] == pytest.approx(10.0)
+        assert c.get(f"/v1/plans/{plan['plan_id']}").json()["assignments"] == plan["assignments"]
+        bad = c.post("/v1/schedule", content=b"{", headers={"content-type": "application/json"})
+        assert bad.status_code == 400
+        assert (
+            'dagsched_requests_total{method="POST",route="/v1/schedule",status="200"} 1.0' in c.get("/v1/metrics").text
+        )
+        config.write_text("temperature: 0.5\nshadow: heft\n")
+        proc.send_signal(signal.SIGHUP)
+        for _ in range(50):
+            if c.get("/v1/config").json()["temperature"] == 0.5:
+                break
+            time.sleep(0.1)
+        assert c.get("/v1/config").json()["shadow"] == "heft"
+        assert c.get("/v1/model").json()["version"] == "tiny-v1"
