@@ -2,15 +2,18 @@
 
 from dagsched.schedulers import (  # noqa: F401
     cpop,
+    drl,
     fcfs,
     heft,
     kube_default,
     max_min,
+    mcts,
     min_min,
     peft,
     random,
     round_robin,
     sjf,
+    tabu,
 )
 from dagsched.schedulers.base import Decision, Scheduler, make_scheduler, register, registered_names
 

@@ -1,0 +1,328 @@
+"""Quality versus search budget, and the gap to the exact optimum on small problems.
+
+`budget_curve` runs mcts_uct, mcts (PUCT with a policy) and tabu at per-decision budgets from
+about 1 ms to 1 s on a mix of synthetic workflows and small real traces, over seeds, and
+reports the mean makespan relative to HEFT's with 95 % bootstrap intervals (a PNG and a
+Markdown table). Tabu plans once, so its budget is the per-decision budget times the task count.
+
+`exact_makespan` is a branch and bound over (task, node) decisions in classic mode: tasks are
+appended to their node's end in nondecreasing (start, topological position) order, which
+enumerates every semi-active schedule exactly once (an optimal schedule is semi-active), and
+a branch is cut when a lower bound (current makespan; each unscheduled task's earliest start
+plus its longest remaining path on fastest nodes) reaches the incumbent (HEFT's makespan).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dagsched.model.compiled import CompiledProblem
+from dagsched.sim.config import SimConfig
+
+CLASSIC = SimConfig(classic=True)
+
+
+# ---- the exact optimum (classic mode) ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExactResult:
+    makespan: float
+    order: list[int]
+    """tasks in the order they are appended (nondecreasing start)"""
+    node: list[int]
+    """node of each task"""
+    nodes_explored: int
+
+
+def exact_makespan(cp: CompiledProblem, upper_bound: float = math.inf, max_nodes: int = 5_000_000) -> ExactResult:
+    """The optimal classic-mode makespan of a small single-submission problem by branch and bound."""
+    n, m = cp.n_tasks, cp.n_nodes
+    ex = cp.exec_s.tolist()
+    inv_bw = (1.0 / cp.bandwidth).tolist()
+    lat = float(cp.latency_s)
+    ptr, idx, data = cp.pred_ptr.tolist(), cp.pred_idx.tolist(), cp.pred_data.tolist()
+    preds = [list(zip(idx[ptr[t] : ptr[t + 1]], data[ptr[t] : ptr[t + 1]], strict=True)) for t in range(n)]
+    submit = [float(cp.wf_submit_s[cp.task_wf[t]]) for t in range(n)]
+    t0 = float(cp.wf_submit_s.min())
+    pos = [0] * n
+    for i, t in enumerate(cp.topo.tolist()):
+        pos[t] = i
+    fastest = cp.exec_s.min(axis=1).tolist()
+    tail = [0.0] * n  # longest path from t's start to an exit on fastest nodes, transfers free
+    sptr, sidx = cp.succ_ptr.tolist(), cp.succ_idx.tolist()
+    for t in reversed(cp.topo.tolist()):
+        tail[t] = fastest[t] + max((tail[s] for s in sidx[sptr[t] : sptr[t + 1]]), default=0.0)
+    best: list[Any] = [upper_bound + 1e-6, [], []]
+    node = [-1] * n
+    finish = [0.0] * n
+    free = [0.0] * m
+    left = [len(p) for p in preds]
+    order: list[int] = []
+    explored = [0]
+
+    def data_ready(t: int, nd: int) -> float:
+        r = submit[t]
+        for p, d in preds[t]:
+            at = finish[p] if node[p] == nd else finish[p] + d * inv_bw[node[p]][nd] + lat
+            r = max(r, at)
+        return r
+
+    def rec(last: tuple[float, int], span: float) -> None:
+        explored[0] += 1
+        if explored[0] > max_nodes:
+            raise RuntimeError(f"exact search exceeded {max_nodes} nodes; use a smaller problem")
+        if len(order) == n:
+            if span < best[0] - 1e-9:
+                best[0], best[1], best[2] = span, list(order), list(node)
+            return
+        avail = [t for t in range(n) if node[t] < 0 and left[t] == 0]
+        lb = span
+        for t in avail:
+            est = min(max(free[nd], data_ready(t, nd)) for nd in range(m))
+            lb = max(lb, est - t0 + tail[t])
+        if lb >= best[0] - 1e-9:
+            return
+        moves = []
+        for t in avail:
+            for nd in range(m):
+                start = max(free[nd], data_ready(t, nd))
+                if (start, pos[t]) < last:
+                    continue  # not canonical: this schedule is enumerated in another order
+                moves.append((start + ex[t][nd], start, t, nd))
+        moves.sort()
+        for end, start, t, nd in moves:
+            if end - t0 >= best[0] - 1e-9:
+                continue
+            old = free[nd]
+            node[t], finish[t], free[nd] = nd, end, end
+            for s in sidx[sptr[t] : sptr[t + 1]]:
+                left[s] -= 1
+            order.append(t)
+            rec((start, pos[t]), max(span, end - t0))
+            order.pop()
+            for s in sidx[sptr[t] : sptr[t + 1]]:
+                left[s] += 1
+            node[t], free[nd] = -1, old
+
+    rec((-math.inf, -1), 0.0)
+    if not best[1]:
+        raise ValueError("no schedule beats the given upper bound")
+    return ExactResult(float(best[0]), list(best[1]), list(best[2]), explored[0])
+
+
+def exact_gaps(
+    problems: Sequence[CompiledProblem], schedulers: Sequence[str | Callable[[], Any]]
+) -> dict[str, list[float]]:
+    """Per scheduler, its classic-mode makespan over the optimum, minus 1, on each problem."""
+    from dagsched.schedulers import make_scheduler
+    from dagsched.sim.run import simulate
+
+    gaps: dict[str, list[float]] = {}
+    for cp in problems:
+        heft = simulate(cp, "heft", CLASSIC, validate=False).metrics.makespan
+        opt = exact_makespan(cp, upper_bound=heft).makespan
+        for s in schedulers:
+            sched = make_scheduler(s) if isinstance(s, str) else s()
+            span = simulate(cp, sched, CLASSIC).metrics.makespan
+            gaps.setdefault(sched.name if isinstance(s, str) else getattr(s, "label", sched.name), []).append(
+                span / opt - 1.0
+            )
+    return gaps
+
+
+def small_problems(count: int, seed: int = 0, max_tasks: int = 8, max_nodes: int = 3) -> list[CompiledProblem]:
+    """Random DAGs of 5 to `max_tasks` tasks on 2 to `max_nodes` unrelated nodes (classic costs)."""
+    from dagsched.model import Cluster, Edge, Link, Node, Problem, Task, Workflow, compile_problem
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(count):
+        n, m = int(rng.integers(5, max_tasks + 1)), int(rng.integers(2, max_nodes + 1))
+        nodes = [Node(id=f"P{k}", cpu=1, mem=0) for k in range(m)]
+        tasks = [
+            Task(id=f"T{t}", runtime=10.0, costs={f"P{k}": float(rng.integers(2, 20)) for k in range(m)})
+            for t in range(n)
+        ]
+        edges = [
+            Edge(src=f"T{a}", dst=f"T{b}", data=float(rng.integers(0, 15)))
+            for b in range(n)
+            for a in range(b)
+            if rng.random() < 0.35
+        ]
+        links = [Link(a=f"P{a}", b=f"P{b}", bandwidth=1) for a in range(m) for b in range(a + 1, m)]
+        wf = Workflow(name=f"w{i}", tasks=tasks, edges=edges)
+        out.append(
+            compile_problem(Problem(name=f"small-{i}", workflows=[wf], cluster=Cluster(nodes=nodes, links=links)))
+        )
+    return out
+
+
+# ---- the quality-versus-budget curve ------------------------------------------------------------
+
+
+def _schedulers_at(ms: float, n_tasks: int, policy_path: str | None) -> dict[str, Any]:
+    from dagsched.schedulers.mcts import MCTS, MCTSUCT, MCTSConfig
+    from dagsched.schedulers.tabu import Tabu
+
+    cfg = MCTSConfig(sims=100_000, plan_work=math.inf, decision_ms=ms)
+    tabu = Tabu()
+    tabu.work, tabu.time_s = math.inf, ms * n_tasks / 1e3
+    out: dict[str, Any] = {"mcts_uct": MCTSUCT(cfg), "tabu": tabu}
+    if policy_path is not None:
+        out["mcts"] = MCTS(cfg, policy_path=policy_path)
+    return out
+
+
+def budget_curve(
+    problems: Sequence[tuple[str, CompiledProblem]],
+    budgets_ms: Sequence[float],
+    seeds: Sequence[int],
+    config: SimConfig,
+    policy_path: str | None,
+) -> list[dict[str, Any]]:
+    """Rows (scheduler, budget_ms, mean of makespan / HEFT's, CI low, CI high, n, mean decision ms)."""
+    from dagsched.bench.stats import bootstrap_ci
+    from dagsched.sim.run import simulate
+
+    ratios: dict[tuple[str, float], list[float]] = {}
+    latency: dict[tuple[str, float], list[float]] = {}
+    for _, cp in problems:
+        for seed in seeds:
+            heft = simulate(cp, "heft", config, seed=seed, validate=False).metrics.makespan
+            for ms in budgets_ms:
+                for name, sched in _schedulers_at(ms, cp.n_tasks, policy_path).items():
+                    r = simulate(cp, sched, config, seed=seed, validate=False)
+                    ratios.setdefault((name, ms), []).append(r.metrics.makespan / heft)
+                    latency.setdefault((name, ms), []).append(r.metrics.decision_latency_mean_ms)
+    rows = []
+    for (name, ms), vals in sorted(ratios.items()):
+        lo, hi = bootstrap_ci(vals)
+        rows.append(
+            {
+                "scheduler": name,
+                "budget_ms": ms,
+                "mean": float(np.mean(vals)),
+                "lo": lo,
+                "hi": hi,
+                "n": len(vals),
+                "decision_ms": float(np.mean(latency[(name, ms)])),
+            }
+        )
+    return rows
+
+
+def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
+    lines = [
+        "| scheduler | budget per decision (ms) | makespan / HEFT | 95 % CI | runs | mean decision latency (ms) |",
+        "| --- | ---: | ---: | --- | ---: | ---: |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['scheduler']} | {r['budget_ms']:g} | {r['mean']:.4f} | [{r['lo']:.4f}, {r['hi']:.4f}] "
+            f"| {r['n']} | {r['decision_ms']:.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot_curve(rows: Sequence[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name in sorted({r["scheduler"] for r in rows}):
+        rs = sorted((r for r in rows if r["scheduler"] == name), key=lambda r: r["budget_ms"])
+        x = [r["budget_ms"] for r in rs]
+        ax.plot(x, [r["mean"] for r in rs], marker="o", label=name)
+        ax.fill_between(x, [r["lo"] for r in rs], [r["hi"] for r in rs], alpha=0.2)
+    ax.axhline(1.0, color="grey", linestyle="--", label="HEFT")
+    ax.set_xscale("log")
+    ax.set_xlabel("budget per decision (ms)")
+    ax.set_ylabel("mean makespan / HEFT")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def default_problems(n_tasks: int, traces: int, seeds: Sequence[int]) -> list[tuple[str, CompiledProblem]]:
+    """Synthetic layered, etl_star and random workflows (one per seed) plus the smallest real traces, homog-8."""
+    from dagsched.bench.suites import ProblemSpec, real_traces, wfinstances_root
+
+    out = [
+        (f"syn/{fam}/n{n_tasks}/s{s}", ProblemSpec("synthetic", fam, "homog-8", n_tasks=n_tasks, gen_seed=s).build())
+        for fam in ("layered", "etl_star", "random")
+        for s in seeds
+    ]
+    root = wfinstances_root()
+    for e in real_traces(root)[:traces]:
+        spec = ProblemSpec("trace", e.family, "homog-8", n_tasks=e.n_tasks, path=str(root / e.file))
+        out.append((f"trace/{e.file}", spec.build()))
+    return out
+
+
+def register(app: Any) -> None:
+    """Add `dagsched budget-curve` to a Typer app."""
+    import typer
+
+    @app.command("budget-curve")
+    def budget_curve_cmd(
+        out: Path = typer.Option(Path("budget-curve"), help="folder for budget_curve.png and budget_curve.md"),
+        budgets_ms: str = typer.Option("1,10,100,1000", help="per-decision budgets, comma separated"),
+        seeds: int = typer.Option(10, help="seeds per problem"),
+        n_tasks: int = typer.Option(30, help="tasks of each synthetic workflow"),
+        traces: int = typer.Option(2, help="how many of the smallest real traces"),
+        mode: str = typer.Option("classic", help="classic or cloud"),
+        policy: str | None = typer.Option(None, help="policy stem for mcts (default: the shipped model, if any)"),
+        exact: int = typer.Option(10, help="small problems for the exact-optimum gap (0: skip)"),
+    ) -> None:
+        """Quality versus budget of mcts_uct, mcts and tabu relative to HEFT, and the gap to the exact optimum."""
+        from dagsched.schedulers.mcts import default_policy_path
+
+        if policy is None and default_policy_path().with_suffix(".safetensors").exists():
+            policy = str(default_policy_path())
+        config = CLASSIC if mode == "classic" else SimConfig(noise_cv=0.2)
+        out.mkdir(parents=True, exist_ok=True)
+        budgets = [float(b) for b in budgets_ms.split(",")]
+        seed_list = list(range(1, seeds + 1))
+        problems = default_problems(n_tasks, traces, seed_list)
+        # classic mode is exact: the seeds vary the synthetic instances, one run per problem suffices
+        rows = budget_curve(problems, budgets, [1] if mode == "classic" else seed_list, config, policy)
+        text = "## Quality versus budget\n\n" + markdown_table(rows)
+        plot_curve(rows, out / "budget_curve.png")
+        if exact:
+            text += "\n" + exact_gap_table(exact, policy)
+        (out / "budget_curve.md").write_text(text)
+        typer.echo(text)
+
+
+def exact_gap_table(count: int, policy: str | None) -> str:
+    from dagsched.bench.stats import bootstrap_ci
+    from dagsched.schedulers.mcts import MCTS, MCTSUCT
+
+    makers: list[str | Callable[[], Any]] = ["heft", "tabu", MCTSUCT]
+    if policy is not None:
+        makers.append(lambda: MCTS(policy_path=policy))
+        from dagsched.schedulers import registered_names
+
+        if "drl" in registered_names():
+            makers.append("drl")
+    gaps = exact_gaps(small_problems(count), makers)
+    lines = [
+        "## Gap to the exact optimum (classic, <= 8 tasks, <= 3 nodes)\n",
+        "| scheduler | mean gap | 95 % CI | optimal |",
+    ]
+    lines.append("| --- | ---: | --- | ---: |")
+    for name, g in sorted(gaps.items()):
+        lo, hi = bootstrap_ci(g)
+        optimal = sum(x < 1e-9 for x in g)
+        lines.append(f"| {name} | {100 * np.mean(g):.2f} % | [{100 * lo:.2f}, {100 * hi:.2f}] % | {optimal}/{len(g)} |")
+    return "\n".join(lines) + "\n"

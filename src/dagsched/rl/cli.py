@@ -1,0 +1,116 @@
+"""`dagsched train` and `dagsched evaluate`: call `register(app)` on the main Typer app."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+
+def _stages(spec: str) -> tuple[tuple[int, int], ...]:
+    """'10-30,20-60' -> ((10, 30), (20, 60))."""
+    out = []
+    for part in spec.split(","):
+        lo, _, hi = part.partition("-")
+        out.append((int(lo), int(hi or lo)))
+    return tuple(out)
+
+
+def _names(spec: str) -> tuple[str, ...]:
+    return tuple(x.strip() for x in spec.split(",") if x.strip())
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `train` and `evaluate` commands to `app`."""
+
+    @app.command()
+    def train(
+        name: Annotated[str, typer.Option(help="run name: logs and checkpoints under <out-dir>/<name>/")] = "drl",
+        out_dir: Annotated[Path, typer.Option(help="root of TensorBoard logs and checkpoints")] = Path("runs"),
+        model_out: Annotated[Optional[Path], typer.Option(help="stem of the final policy files")] = None,  # noqa: UP045
+        seed: Annotated[int, typer.Option(help="seed of everything")] = 0,
+        algo: Annotated[str, typer.Option(help="ppo or a2c (a2c: PPO with one epoch, no clipping)")] = "ppo",
+        families: Annotated[str, typer.Option(help="synthetic families trained on")] = "layered,random,ml_pipeline",
+        recipes: Annotated[
+            str, typer.Option(help="WfCommons recipes trained on")
+        ] = "blast,bwa,cycles,seismology,soykb",
+        stages: Annotated[str, typer.Option(help="curriculum of task ranges, small to large")] = "10-30,20-60,40-100",
+        imitation_rounds: Annotated[int, typer.Option(help="DAgger rounds")] = 12,
+        episodes_per_round: Annotated[int, typer.Option(help="episodes per DAgger round")] = 16,
+        epochs: Annotated[int, typer.Option(help="passes over the DAgger buffer per round")] = 2,
+        buffer_size: Annotated[int, typer.Option(help="DAgger buffer, oldest states dropped first")] = 40000,
+        imitation_budget_s: Annotated[float, typer.Option(help="time cap of imitation, seconds")] = math.inf,
+        rl_iterations: Annotated[int, typer.Option(help="RLlib iterations (0: imitation only)")] = 0,
+        rl_budget_s: Annotated[float, typer.Option(help="time cap of RL fine-tuning, seconds")] = math.inf,
+        rl_batch: Annotated[int, typer.Option(help="env steps per RLlib iteration")] = 1000,
+        rl_lr: Annotated[float, typer.Option(help="RL learning rate")] = 3e-5,
+        rl_mode: Annotated[str, typer.Option(help="simulator mode of the RL env: classic or cloud")] = "cloud",
+        hidden: Annotated[int, typer.Option(help="embedding width")] = 32,
+        env_runners: Annotated[int, typer.Option(help="remote RLlib env runners (0: in the driver)")] = 0,
+        envs_per_runner: Annotated[int, typer.Option(help="environments per env runner")] = 4,
+        address: Annotated[Optional[str], typer.Option(help="Ray cluster address (default: local Ray)")] = None,  # noqa: UP045
+        resume: Annotated[bool, typer.Option(help="continue from the run's checkpoint")] = False,
+    ) -> None:
+        """Train the DRL policy: DAgger imitation of HEFT, then PPO/A2C on Ray RLlib."""
+        from dagsched.rl.train import TrainConfig, main_command
+        from dagsched.rl.train import train as run
+
+        if algo not in ("ppo", "a2c"):
+            raise typer.BadParameter(f"--algo must be ppo or a2c, got {algo!r}")
+        cfg = TrainConfig(
+            name=name,
+            out_dir=str(out_dir),
+            model_out=str(model_out) if model_out else None,
+            seed=seed,
+            algo=algo,  # type: ignore[arg-type]
+            families=_names(families),
+            recipes=_names(recipes),
+            stages=_stages(stages),
+            imitation_rounds=imitation_rounds,
+            episodes_per_round=episodes_per_round,
+            epochs=epochs,
+            buffer_size=buffer_size,
+            imitation_budget_s=imitation_budget_s,
+            rl_iterations=rl_iterations,
+            rl_budget_s=rl_budget_s,
+            rl_batch=rl_batch,
+            rl_minibatch=min(250, rl_batch),
+            rl_lr=rl_lr,
+            rl_mode=rl_mode,
+            hidden=hidden,
+            env_runners=env_runners,
+            envs_per_runner=envs_per_runner,
+            address=address,
+            resume=resume,
+        )
+        record = run(cfg, command=main_command())
+        typer.echo(
+            f"policy written to {record['weights']} in {record['wall_time_s']} s; "
+            f"validation makespan / HEFT {record['validation_makespan_over_heft']:.3f}"
+        )
+
+    @app.command()
+    def evaluate(
+        out: Annotated[Path, typer.Option(help="folder for results.json and report.md")] = Path("runs/evaluate"),
+        policy: Annotated[Optional[Path], typer.Option(help="policy stem (default: shipped model)")] = None,  # noqa: UP045
+        seeds: Annotated[int, typer.Option(help="seeds per problem")] = 10,
+        scales: Annotated[str, typer.Option(help="etl_star task counts")] = "20,50,100",
+        traces: Annotated[int, typer.Option(help="held-out real traces (smallest first)")] = 4,
+        workers: Annotated[int, typer.Option(help="processes")] = 2,
+    ) -> None:
+        """DRL vs the heuristics on held-out workloads (etl_star, real traces), classic and cloud, 95 % CIs."""
+        from dagsched.rl.evaluate import evaluate as run
+
+        report = run(
+            out,
+            policy_path=str(policy) if policy else None,
+            seeds=seeds,
+            scales=tuple(int(x) for x in scales.split(",")),
+            n_traces=traces,
+            workers=workers,
+        )
+        typer.echo(report)
+        typer.echo(json.dumps({"written": str(out)}))

@@ -1,0 +1,272 @@
+"""Imitation warm start: DAgger with HEFT-from-here as the teacher, in `dagsched/Scheduling-v0`.
+
+The teacher re-plans every unstarted task with HEFT from the live state of the environment's
+simulator (`StaticPlanner._replan`) and dispatches its plan's first step: of the pairs HEFT starts
+now, the one with the highest upward rank is the label; where HEFT starts nothing it waits (if the
+environment allows waiting, else the legal pair with the earliest estimated finish). Episodes are
+played by a mixture: the teacher's action with probability `beta` (decaying over rounds), else the
+learner's greedy action, so the learner is trained on the states it visits itself (Ross et al.,
+AISTATS 2011). The value head regresses the episode's return-to-go, so PPO starts from a critic.
+
+Samples are stored unpadded (`Observation`) and padded per minibatch by `collate`, so a buffer of
+tens of thousands of states of different sizes stays small.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from dagsched.rl.env import SchedulingEnv
+from dagsched.rl.features import Observation
+from dagsched.rl.policy import SchedulingPolicy
+from dagsched.schedulers.heft import HEFT
+
+
+@dataclass
+class Sample:
+    """One visited state, the teacher's action (unpadded layout) and the return-to-go from it."""
+
+    obs: Observation
+    label: int
+    ret: float = 0.0
+
+
+# ---- the teacher ---------------------------------------------------------------------------------
+
+
+class HeftTeacher:
+    """HEFT re-planned from the live state at every decision (make one per episode)."""
+
+    def __init__(self, env: SchedulingEnv) -> None:
+        assert env.sim is not None and env.cp is not None
+        self.heft = HEFT()
+        self.heft.reset(env.cp, env.sim, 0)
+        self.rank_pos = np.empty(env.cp.n_tasks, dtype=np.int64)
+        self.rank_pos[np.asarray(self.heft.order, dtype=np.int64)] = np.arange(env.cp.n_tasks)
+
+    def action(self, env: SchedulingEnv) -> int:
+        """The teacher's action in the unpadded layout of `env.observation`."""
+        sim, obs = env.sim, env.observation
+        assert sim is not None and obs is not None
+        return teacher_label(self.heft, self.rank_pos, sim, obs)
+
+
+def teacher_label(heft: HEFT, rank_pos: np.ndarray, sim: Any, obs: Observation) -> int:
+    m, k = obs.n_nodes, len(obs.candidates)
+    heft.watch.clear()
+    heft._replan(sim)
+    decision = heft.decide(sim)
+    slot = {int(t): i for i, t in enumerate(obs.candidates)}
+    best: tuple[int, int] | None = None
+    for t, nd in decision.assignments:
+        i = slot.get(int(t))
+        if i is not None and obs.legal[i, nd] and (best is None or rank_pos[t] < rank_pos[obs.candidates[best[0]]]):
+            best = (i, int(nd))
+    if best is not None:
+        return best[0] * m + best[1]
+    if obs.wait_legal:
+        return k * m
+    eft = np.where(obs.legal, obs.est_finish_s, np.inf)
+    return int(np.argmin(eft.reshape(-1)))
+
+
+# ---- batching unpadded observations --------------------------------------------------------------
+
+
+def collate(observations: Sequence[Observation]) -> tuple[dict[str, Tensor], list[tuple[int, int]]]:
+    """Pad a list of observations to the batch's largest sizes: the dict `SchedulingPolicy.forward` takes.
+
+    Also returns (K, M) of the padded layout, shared by every row, for `to_padded`.
+    """
+    B = len(observations)
+    T = max(o.n_tasks for o in observations)
+    M = max(o.n_nodes for o in observations)
+    K = max(max(len(o.candidates) for o in observations), 1)
+    E = max(max(o.edge_index.shape[1] for o in observations), 1)
+    H = observations[0].node_history.shape[1]
+    ft, fn, fp, fg = (
+        observations[0].task_x.shape[1],
+        observations[0].node_x.shape[1],
+        observations[0].pair_x.shape[2],
+        len(observations[0].global_x),
+    )
+    task_x = np.zeros((B, T, ft), np.float32)
+    task_mask = np.zeros((B, T), bool)
+    edges = np.zeros((B, 2, E), np.int64)
+    edge_mask = np.zeros((B, E), bool)
+    node_x = np.zeros((B, M, fn), np.float32)
+    node_mask = np.zeros((B, M), bool)
+    hist = np.zeros((B, M, H), np.float32)
+    cands = np.zeros((B, K), np.int64)
+    cand_mask = np.zeros((B, K), bool)
+    pair_x = np.zeros((B, K, M, fp), np.float32)
+    glob = np.zeros((B, fg), np.float32)
+    amask = np.zeros((B, K * M + 1), bool)
+    for b, o in enumerate(observations):
+        n, m, k, e = o.n_tasks, o.n_nodes, len(o.candidates), o.edge_index.shape[1]
+        task_x[b, :n] = o.task_x
+        task_mask[b, :n] = True
+        edges[b, :, :e] = o.edge_index
+        edge_mask[b, :e] = True
+        node_x[b, :m] = o.node_x
+        node_mask[b, :m] = True
+        hist[b, :m] = o.node_history
+        cands[b, :k] = o.candidates
+        cand_mask[b, :k] = True
+        pair_x[b, :k, :m] = o.pair_x
+        glob[b] = o.global_x
+        amask[b, :-1].reshape(K, M)[:k, :m] = o.legal
+        amask[b, -1] = o.wait_legal
+    batch = {
+        "task_features": task_x,
+        "task_mask": task_mask,
+        "edge_index": edges,
+        "edge_mask": edge_mask,
+        "node_features": node_x,
+        "node_mask": node_mask,
+        "candidates": cands,
+        "candidate_mask": cand_mask,
+        "pair_features": pair_x,
+        "global_features": glob,
+        "action_mask": amask,
+    }
+    if H > 0:
+        batch["node_history"] = hist
+    return {key: torch.from_numpy(v) for key, v in batch.items()}, [(K, M)] * B
+
+
+def to_padded(action: int, obs: Observation, K: int, M: int) -> int:
+    """An unpadded action of `obs` in a padded layout with K candidate slots and M node slots."""
+    m, k = obs.n_nodes, len(obs.candidates)
+    if action == k * m:
+        return K * M
+    i, nd = divmod(action, m)
+    return i * M + nd
+
+
+# ---- losses (pure functions) ---------------------------------------------------------------------
+
+
+def bc_loss(logits: Tensor, labels: Tensor) -> Tensor:
+    """Cross-entropy of the masked logits against the teacher's actions (illegal logits are -1e9: prob 0)."""
+    return F.cross_entropy(logits, labels)
+
+
+def returns_to_go(rewards: Sequence[float], gamma: float = 1.0) -> np.ndarray:
+    """Discounted sum of the rewards from each step to the episode's end."""
+    out = np.zeros(len(rewards))
+    acc = 0.0
+    for i in range(len(rewards) - 1, -1, -1):
+        acc = rewards[i] + gamma * acc
+        out[i] = acc
+    return out
+
+
+# ---- playing episodes ----------------------------------------------------------------------------
+
+
+def learner_action(policy: SchedulingPolicy, obs: Observation) -> int:
+    """The policy's greedy action in the unpadded layout."""
+    with torch.inference_mode():
+        logits, _ = policy.forward_single(obs)
+    return int(torch.argmax(logits))
+
+
+def play_episode(
+    env: SchedulingEnv,
+    policy: SchedulingPolicy | None,
+    beta: float,
+    rng: np.random.Generator,
+    seed: int,
+    options: dict[str, Any] | None = None,
+    label: bool = True,
+) -> tuple[list[Sample], dict[str, Any]]:
+    """One episode, acting as the teacher with probability `beta` per step (else the learner).
+
+    Returns the visited states with the teacher's labels (when `label`) and the final info.
+    """
+    _, info = env.reset(seed=seed, options=options)
+    teacher = HeftTeacher(env) if label or beta > 0 else None
+    samples: list[Sample] = []
+    rewards: list[float] = []
+    K, M = env.config.max_candidates, env.config.max_nodes
+    while True:
+        obs = env.observation
+        assert obs is not None
+        t_act = teacher.action(env) if teacher is not None else -1
+        act = t_act if policy is None or rng.random() < beta else learner_action(policy, obs)
+        if label:
+            samples.append(Sample(obs, t_act))
+        _, reward, terminated, truncated, info = env.step(np.int64(to_padded(act, obs, K, M)))
+        rewards.append(reward)
+        if terminated or truncated:
+            break
+    if label:
+        for s, r in zip(samples, returns_to_go(rewards), strict=True):
+            s.ret = float(r)
+    info["return"] = float(sum(rewards))
+    return samples, info
+
+
+def fit(
+    policy: SchedulingPolicy,
+    optimizer: torch.optim.Optimizer,
+    buffer: Sequence[Sample],
+    epochs: int,
+    batch_size: int,
+    rng: np.random.Generator,
+    value_coef: float = 0.5,
+) -> dict[str, float]:
+    """Minibatch epochs over the buffer: behaviour cloning plus value regression; returns mean losses and accuracy."""
+    policy.train()
+    stats = {"bc_loss": 0.0, "value_loss": 0.0, "accuracy": 0.0}
+    n_batches = 0
+    for _ in range(epochs):
+        order = rng.permutation(len(buffer))
+        for lo in range(0, len(order), batch_size):
+            mb = [buffer[i] for i in order[lo : lo + batch_size]]
+            batch, layout = collate([s.obs for s in mb])
+            K, M = layout[0]
+            labels = torch.tensor([to_padded(s.label, s.obs, K, M) for s in mb])
+            targets = torch.tensor([s.ret for s in mb], dtype=torch.float32)
+            logits, values = policy(batch)
+            pg = bc_loss(logits, labels)
+            v_loss = F.mse_loss(values, targets)
+            loss = pg + value_coef * v_loss
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
+            optimizer.step()
+            stats["bc_loss"] += float(pg.detach())
+            stats["value_loss"] += float(v_loss.detach())
+            stats["accuracy"] += float((logits.argmax(1) == labels).float().mean())
+            n_batches += 1
+    policy.eval()
+    return {k: v / max(n_batches, 1) for k, v in stats.items()}
+
+
+def greedy_makespan(
+    env: SchedulingEnv, policy: SchedulingPolicy | None, seed: int, options: dict[str, Any] | None = None
+) -> float:
+    """Makespan of one greedy episode of `policy` (None: uniformly random legal actions), nan if truncated."""
+    rng = np.random.default_rng(seed)
+    obs, info = env.reset(seed=seed, options=options)
+    K, M = env.config.max_candidates, env.config.max_nodes
+    while True:
+        o = env.observation
+        assert o is not None
+        if policy is None:
+            a = int(rng.choice(np.flatnonzero(obs["action_mask"])))
+        else:
+            a = to_padded(learner_action(policy, o), o, K, M)
+        obs, _, terminated, truncated, info = env.step(np.int64(a))
+        if terminated or truncated:
+            return float(info.get("makespan", math.nan))

@@ -1,0 +1,143 @@
+"""DRL: the learned GNN policy (dagsched.rl) behind the common scheduler interface.
+
+What it does: at each decision point it builds the observation of the live state at its exact
+sizes (no padding), masks illegal (task, node) pairs before the softmax, and picks pairs one at a
+time at the same instant (greedy argmax by default, or sampled with a temperature) until it
+chooses to wait or no pair is legal. The environment `dagsched/Scheduling-v0` it was trained in
+has the same semantics: candidates are the top-K ready tasks (startable first, then upward rank,
+then topological position), and after each start the state is observed again.
+Source: Decima (Mao et al., SIGCOMM 2019) for the (task, node) action over a graph embedding;
+GCNScheduler (Kiamari and Krishnamachari, 2022) for the imitation warm start from HEFT.
+Complexity: one GNN forward per pick, O((v + e) h^2 + K m h) with h the embedding width.
+Tie-breaks: argmax takes the lowest action index among equal logits (lowest candidate slot, then
+lowest node index); wait is the last action.
+Departures: later picks at one instant are observed on `sim.fork()` (the live simulator stays
+read-only), which sees running tasks at their predicted ends, as the planners do.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dagsched.model.compiled import CompiledProblem
+from dagsched.schedulers.base import Decision, Scheduler, register
+from dagsched.sim.engine import Simulator
+
+DEFAULT_MODEL = "drl-v1"
+"""Stem of the shipped policy in dagsched/data/models/ (a .safetensors and a .json)."""
+POLICY_ENV = "DAGSCHED_DRL_POLICY"
+"""Environment variable naming another policy stem for `drl` (how the benchmark's workers evaluate one)."""
+
+_CACHE: dict[str, Any] = {}
+
+
+def shipped_model_path(name: str = DEFAULT_MODEL) -> Path:
+    """Path stem of a policy shipped in dagsched/data/models/ (without suffix)."""
+    return Path(str(resources.files("dagsched") / "data" / "models" / name))
+
+
+def load_cached_policy(path: str | os.PathLike[str] | None = None) -> Any:
+    """The policy at `path` (default: the shipped model), loaded once per process; a missing file names the path."""
+    from dagsched.rl.policy import load_policy
+
+    if path is None:
+        path = os.environ.get(POLICY_ENV) or None
+    stem = Path(path) if path is not None else shipped_model_path()
+    if stem.suffix in (".safetensors", ".json"):
+        stem = stem.with_suffix("")
+    key = str(stem.resolve())
+    if key not in _CACHE:
+        weights = stem.with_name(stem.name + ".safetensors")
+        if not weights.exists():
+            raise FileNotFoundError(
+                f"DRL policy weights not found at {weights}; train one with `dagsched train` "
+                "or pass the path of a trained policy (DRLScheduler(policy_path=...))"
+            )
+        _CACHE[key] = load_policy(stem)
+    return _CACHE[key]
+
+
+@register
+class DRLScheduler(Scheduler):
+    """The learned policy, greedy by default (temperature > 0 with greedy=False samples)."""
+
+    name = "drl"
+
+    def __init__(
+        self,
+        policy: Any = None,
+        policy_path: str | os.PathLike[str] | None = None,
+        greedy: bool = True,
+        temperature: float = 1.0,
+        max_candidates: int = 16,
+    ) -> None:
+        import torch  # here, not at module level: importing the scheduler registry must stay light
+
+        super().__init__()
+        torch.set_num_threads(1)  # batch-1 inference: two threads on two cores were 5-20x slower
+        self.policy = policy if policy is not None else load_cached_policy(policy_path)
+        self.policy.eval()
+        self.greedy = greedy
+        self.temperature = temperature
+        self.max_candidates = max_candidates
+        self._warm = False
+
+    def reset(self, cp: CompiledProblem, sim: Simulator, seed: int = 0) -> None:
+        import torch
+
+        from dagsched.rl.features import FeatureBuilder
+
+        super().reset(cp, sim, seed)
+        self.builder = FeatureBuilder(cp, sim.classic, self.max_candidates, self.policy.config.history_len)
+        self.generator = torch.Generator().manual_seed(int(seed))
+        if not self._warm:  # torch's first forward pays one-off set-up costs: keep them out of decision latency
+            rs = self.builder.ready_state(sim)
+            if rs.any_legal:
+                with torch.inference_mode():
+                    self.policy.forward_single(FeatureBuilder(cp, sim.classic, self.max_candidates).build(sim, rs))
+                self._warm = True
+
+    def _pick(self, obs: Any) -> int:
+        """Index into the unpadded action layout (k * m pairs, then wait)."""
+        import torch
+
+        with torch.inference_mode():
+            logits, _ = self.policy.forward_single(obs)
+            if self.greedy:
+                return int(torch.argmax(logits))
+            probs = torch.softmax(logits / max(self.temperature, 1e-6), dim=0)
+            return int(torch.multinomial(probs, 1, generator=self.generator))
+
+    def decide(self, sim: Simulator) -> Decision:
+        view, builder = sim, self.builder
+        assignments: list[tuple[int, int]] = []
+        wake = math.inf
+        seen = builder._attempts_seen
+        while True:
+            rs = builder.ready_state(view)
+            if not rs.any_legal:
+                wake = rs.wake_s
+                break
+            obs = builder.build(view, rs)
+            a = self._pick(obs)
+            mask = obs.action_mask()
+            if not mask[a]:  # cannot happen: illegal logits are MASK_LOGIT
+                raise RuntimeError(f"drl chose illegal action {a}")
+            if a == len(mask) - 1:
+                wake = obs.wake_s
+                break
+            t, nd = int(obs.candidates[a // obs.n_nodes]), a % obs.n_nodes
+            assignments.append((t, nd))
+            if view is sim:
+                seen = builder._attempts_seen
+                view = sim.fork()  # later picks see this start; the live simulator stays read-only
+            view.start(t, nd)
+        if view is not sim:  # the fork's trace is empty: keep the live simulator's attempt count
+            builder._attempts_seen = seen
+        return Decision(assignments, wake if np.isfinite(wake) else None)

@@ -1,0 +1,382 @@
+"""MCTS: Monte Carlo Tree Search over (task, node) decisions on simulator forks (UCT, and PUCT guided by the policy).
+
+What it does: at each decision point it grows a search tree whose edges are the legal actions
+(start a ready task on a node now, or wait where waiting can help, the environment's rule) and
+whose states are `Simulator.fork()` copies rolled forward on predicted runtimes; it plays the
+most visited action, then searches again at the same instant until it waits or nothing more
+can start. A new leaf is scored by a heuristic rollout: HEFT's plan of every unstarted task
+from the leaf's state (`search_common.plan_completion`), as the negative makespan relative to
+HEFT's plan at the first decision. `mcts_uct` selects children by UCB1 (Kocsis and Szepesvari,
+ECML 2006) and widens in the rollout policy's order (HEFT's starts now, then wait, then the
+rest by upward rank); `mcts` selects by PUCT (AlphaZero, Silver et al. 2018) with the GNN
+policy's probabilities as priors and widens in prior order, as Spear (Hu et al., ICDCS 2019)
+guides MCTS with a DRL policy. Progressive widening (Coulom 2007) keeps
+ceil(pw_c * (N + 1) ** pw_alpha) children of a node visited N times, so thousands of legal
+pairs stay tractable. The subtree of the chosen action is kept for the next decision when the
+live state matches it (always in classic mode).
+
+Budgets: `sims` simulations per decision, and a plan budget `plan_work` in units of one task
+placed on one node by a rollout (about 3 us each), shared out over the remaining decisions;
+when the plan budget is spent the rest is dispatched by HEFT re-planned from the live state.
+Wall-clock budgets (`decision_ms`, `plan_ms`) are optional: they make runs depend on machine
+speed, so the defaults count work only and the same seed gives the same plan.
+With one simulation the search plays the first action of its widening order: the rollout
+policy's choice (UCT) or the policy's argmax (PUCT).
+Complexity per simulation: one fork (O(v + m)) and one plan completion, O(v m k) with k the
+planned uses per node. Tie-breaks: most visits, then mean value, then widening order.
+Departures: rollouts are HEFT plans computed on timelines rather than stepped events (about ten
+times cheaper, the same schedule in classic mode); the value head is not used as a leaf
+estimate (its scale is the training reward's, not the makespan's).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dagsched.model.compiled import CompiledProblem
+from dagsched.schedulers.base import Decision, Scheduler, register
+from dagsched.schedulers.heft import HEFT
+from dagsched.schedulers.ranks import rank_order, upward_rank
+from dagsched.schedulers.search_common import (
+    WAIT,
+    Pair,
+    advance,
+    can_wait,
+    data_wake_s,
+    legal_pairs,
+    makespan_of,
+    n_unstarted,
+    plan_completion,
+    state_key,
+    wait_helps,
+)
+from dagsched.sim.engine import RUNNING, Simulator
+
+_STALL_VALUE = -10.0  # a branch where some task can no longer run anywhere
+
+
+def _with_started(status: np.ndarray, started: list[tuple[int, int]]) -> bytes:
+    """The live task states once `started` are applied: a child state with other ones has moved on in time."""
+    out = status.copy()
+    out[[t for t, _ in started]] = RUNNING
+    return out.tobytes()
+
+
+@dataclass(frozen=True)
+class MCTSConfig:
+    """Budgets and constants of the search."""
+
+    sims: int = 64
+    """simulations per decision (one decision = one action chosen)"""
+    plan_work: float = 300_000.0
+    """rollout work per plan, in task-node placements; spent evenly over the remaining decisions"""
+    decision_ms: float | None = None
+    """optional wall-clock cap per decision (non-deterministic)"""
+    plan_ms: float | None = None
+    """optional wall-clock cap per plan; past it HEFT dispatches the rest (non-deterministic)"""
+    c_uct: float = 0.7
+    """UCB1 exploration constant on min-max normalised values"""
+    c_puct: float = 1.5
+    """PUCT exploration constant"""
+    pw_c: float = 1.5
+    """progressive widening: children allowed = ceil(pw_c * (N + 1) ** pw_alpha)"""
+    pw_alpha: float = 0.5
+    reuse: bool = True
+    """keep the chosen subtree for the next decision when the live state matches"""
+
+
+class _Node:
+    __slots__ = ("state", "key", "children", "actions", "priors", "first", "n", "w", "value", "terminal")
+
+    def __init__(self, state: Simulator) -> None:
+        self.state = state
+        self.key = state_key(state)
+        self.children: dict[Pair, _Node] = {}
+        self.actions: list[Pair] | None = None
+        self.priors: dict[Pair, float] = {}
+        self.first: list[Pair] | None = None  # the rollout plan's starts now, when computed
+        self.n = 0
+        self.w = 0.0
+        self.value: float | None = None
+        self.terminal = False
+
+
+class _MCTS(Scheduler):
+    """The search; subclasses choose the selection rule and the widening order."""
+
+    guided: ClassVar[bool] = False
+
+    def __init__(self, config: MCTSConfig | None = None, **overrides: Any) -> None:
+        super().__init__()
+        self.config = replace(config or MCTSConfig(), **overrides)
+        self.sims_done = 0
+
+    def reset(self, cp: CompiledProblem, sim: Simulator, seed: int = 0) -> None:
+        super().reset(cp, sim, seed)
+        self.rank = upward_rank(cp)
+        self.order = rank_order(self.rank, cp)
+        self.baseline = 0.0
+        self.work_left = float(self.config.plan_work)
+        self.t_end = math.inf if self.config.plan_ms is None else time.perf_counter() + self.config.plan_ms / 1e3
+        self.keep: _Node | None = None
+        self.fallback: HEFT | None = None
+        self.sims_done = 0
+        self._fallback_seed = seed
+
+    # ---- the decision loop -------------------------------------------------------------------
+
+    def decide(self, sim: Simulator) -> Decision:
+        if self.fallback is not None:
+            return self.fallback.decide(sim)
+        wake = data_wake_s(sim)
+        decision_wake = wake if math.isfinite(wake) else None
+        if not legal_pairs(sim):
+            return Decision([], decision_wake)
+        if self.work_left <= 0 or time.perf_counter() > self.t_end:
+            self.fallback = HEFT()
+            self.fallback.reset(self.cp, sim, self._fallback_seed)
+            return self.fallback.decide(sim)
+        keep = self.keep
+        root = keep if keep is not None and self.config.reuse and keep.key == state_key(sim) else _Node(sim.fork())
+        if self.baseline <= 0:
+            self._evaluate(root)
+        assignments: list[tuple[int, int]] = []
+        start_status = sim.status.copy()
+        self.keep = None
+        while True:
+            acts = self._actions(root)
+            if not acts:
+                break
+            a = acts[0] if len(acts) == 1 else self._search(root, self._sims_now(root))
+            child = root.children.get(a) or self._child(root, a, evaluate=False)
+            if a == WAIT:
+                self.keep = child
+                break
+            assignments.append(a)
+            root = child
+            moved_on = root.state.now != sim.now or root.key[1] != _with_started(start_status, assignments)
+            if root.terminal or moved_on:
+                self.keep = root
+                break
+        return Decision(assignments, decision_wake)
+
+    def _sims_now(self, root: _Node) -> int:
+        if math.isinf(self.work_left):
+            return self.config.sims
+        u = max(1, n_unstarted(root.state))
+        share = self.work_left / max(1.0, u / 2.0)
+        return int(min(self.config.sims, max(1.0, share // (u * self.cp.n_nodes))))
+
+    # ---- the search --------------------------------------------------------------------------
+
+    def _search(self, root: _Node, n_sims: int) -> Pair:
+        cfg = self.config
+        if n_sims <= 1:
+            return self._actions(root)[0]  # the widening order's first: the rollout (or prior) policy's choice
+        deadline = math.inf if cfg.decision_ms is None else time.perf_counter() + cfg.decision_ms / 1e3
+        lo, hi = math.inf, -math.inf
+        for i in range(n_sims):
+            if i > 0 and time.perf_counter() > deadline:
+                break
+            node, path = root, [root]
+            while True:
+                if node.terminal:
+                    v = node.value
+                    break
+                acts = self._actions(node)
+                allowed = min(len(acts), math.ceil(cfg.pw_c * (node.n + 1) ** cfg.pw_alpha))
+                if len(node.children) < allowed:
+                    a = next(x for x in acts if x not in node.children)
+                    node = self._child(node, a, evaluate=True)
+                    path.append(node)
+                    v = node.value
+                    break
+                node = self._select(node, acts[:allowed], lo, hi)
+                path.append(node)
+            assert v is not None
+            lo, hi = min(lo, v), max(hi, v)
+            for p in path:
+                p.n += 1
+                p.w += v
+            self.sims_done += 1
+        acts = self._actions(root)
+        rank = {a: i for i, a in enumerate(acts)}
+        return max(root.children.items(), key=lambda kv: (kv[1].n, kv[1].w / max(kv[1].n, 1), -rank[kv[0]]))[0]
+
+    def _select(self, node: _Node, acts: list[Pair], lo: float, hi: float) -> _Node:
+        span = hi - lo if hi > lo else 1.0
+        best, best_score = None, -math.inf
+        for a in acts:
+            child = node.children.get(a)
+            if child is None:
+                continue
+            q = (child.w / max(child.n, 1) - lo) / span if hi > lo else 0.5
+            score = q + self._explore(node, a, child)
+            if score > best_score:
+                best, best_score = child, score
+        assert best is not None
+        return best
+
+    def _explore(self, node: _Node, a: Pair, child: _Node) -> float:
+        return self.config.c_uct * math.sqrt(math.log(max(node.n, 1)) / max(child.n, 1))
+
+    # ---- states, values, actions -------------------------------------------------------------
+
+    def _child(self, node: _Node, a: Pair, evaluate: bool) -> _Node:
+        state = node.state.fork()
+        if a == WAIT:
+            alive = advance(state, must_step=True)
+        else:
+            state.start(*a)
+            alive = bool(legal_pairs(state)) or advance(state, must_step=False)
+        child = _Node(state)
+        if state.done:
+            child.terminal = True
+            child.value = -makespan_of(state) / self.baseline
+        elif not alive:
+            child.terminal = True
+            child.value = _STALL_VALUE
+        elif evaluate:
+            self._evaluate(child)
+        node.children[a] = child
+        return child
+
+    def _evaluate(self, node: _Node) -> None:
+        """Score a state by HEFT's plan completion (and remember the plan's starts now)."""
+        makespan, first = plan_completion(node.state, self.order)
+        self.work_left -= n_unstarted(node.state) * self.cp.n_nodes
+        if self.baseline <= 0:
+            self.baseline = makespan if math.isfinite(makespan) and makespan > 0 else 1.0
+        node.first = first
+        node.value = -makespan / self.baseline if math.isfinite(makespan) else _STALL_VALUE
+
+    def _heuristic_order(self, node: _Node, pairs: list[Pair]) -> list[Pair]:
+        """The rollout policy's order: HEFT's starts now, then wait (if legal), then the rest by rank."""
+        if node.first is None:
+            self._evaluate(node)
+        first = [p for p in node.first or [] if p in set(pairs)]
+        rest = sorted(
+            (p for p in pairs if p not in set(first)),
+            key=lambda p: (-float(self.rank[p[0]]), float(self.cp.exec_s[p[0], p[1]]), p),
+        )
+        waits = wait_helps(node.state, pairs, self.rank) or (not first and can_wait(node.state))
+        wait = [WAIT] if waits else []
+        return first[:1] + wait + first[1:] + rest if first else wait + rest
+
+    def _actions(self, node: _Node) -> list[Pair]:
+        if node.actions is None:
+            node.actions = self._heuristic_order(node, legal_pairs(node.state))
+        return node.actions
+
+
+@register
+class MCTSUCT(_MCTS):
+    """Plain UCT with HEFT-plan rollouts (see the module docstring)."""
+
+    name = "mcts_uct"
+
+
+@register
+class MCTS(_MCTS):
+    """PUCT with the shipped GNN policy's probabilities as priors (see the module docstring).
+
+    `policy_path` is a policy stem (or its .safetensors/.json); default the shipped
+    `dagsched/data/models/drl-v1`. A missing file raises at `reset`, naming the path.
+    """
+
+    name = "mcts"
+    guided = True
+
+    def __init__(self, config: MCTSConfig | None = None, policy_path: str | Path | None = None, **overrides: Any):
+        super().__init__(config, **overrides)
+        self.policy_path = policy_path
+
+    def reset(self, cp: CompiledProblem, sim: Simulator, seed: int = 0) -> None:
+        super().reset(cp, sim, seed)
+        from dagsched.rl.features import FeatureBuilder
+
+        self.policy = _load(self.policy_path)
+        history = int(self.policy.config.history_len)
+        self.builder = FeatureBuilder(cp, sim.classic, history_len=history)
+
+    def _actions(self, node: _Node) -> list[Pair]:
+        if node.actions is None:
+            pairs = legal_pairs(node.state)
+            order = self._heuristic_order(node, pairs)
+            node.priors = self._priors(node.state, order)
+            pos = {a: i for i, a in enumerate(order)}
+            node.actions = sorted(order, key=lambda a: (-node.priors[a], pos[a]))
+        return node.actions
+
+    def _priors(self, state: Simulator, actions: list[Pair]) -> dict[Pair, float]:
+        import torch
+
+        builder = self._fresh_builder()
+        obs = builder.build(state)
+        with torch.inference_mode():
+            logits, _ = self.policy.forward_single(obs)
+            probs = torch.softmax(logits, dim=0).numpy().astype(np.float64)
+        m, k = obs.n_nodes, len(obs.candidates)
+        slot = {int(t): i for i, t in enumerate(obs.candidates)}
+        out: dict[Pair, float] = {}
+        for a in actions:
+            if a == WAIT:
+                out[a] = float(probs[k * m]) if obs.wait_legal else 0.0
+            else:
+                i = slot.get(a[0])
+                out[a] = float(probs[i * m + a[1]]) if i is not None else 0.0
+        total = sum(out.values())
+        return {a: p / total for a, p in out.items()} if total > 0 else dict.fromkeys(actions, 1.0 / len(actions))
+
+    def _fresh_builder(self) -> Any:
+        """The per-run builder with its caches emptied: branches of the tree differ in parents' places."""
+        import copy
+
+        b = copy.copy(self.builder)
+        n, m = self.cp.n_tasks, self.cp.n_nodes
+        b._arrival = np.zeros((n, m))
+        b._arrival_known = np.zeros(n, dtype=bool)
+        b._opened = np.zeros(m, dtype=bool)
+        b._attempts_seen = 0
+        b._hist = np.zeros_like(self.builder._hist)
+        b._hist_at = -math.inf
+        return b
+
+    def _explore(self, node: _Node, a: Pair, child: _Node) -> float:
+        return self.config.c_puct * node.priors.get(a, 0.0) * math.sqrt(max(node.n, 1)) / (1 + child.n)
+
+
+_POLICIES: dict[str, Any] = {}
+
+
+def default_policy_path() -> Path:
+    """The shipped policy's stem, dagsched/data/models/drl-v1."""
+    from importlib import resources
+
+    return Path(str(resources.files("dagsched") / "data" / "models" / "drl-v1"))
+
+
+def _load(path: str | Path | None) -> Any:
+    from dagsched.rl.policy import PolicyFileError, load_policy
+
+    stem = Path(path) if path is not None else default_policy_path()
+    if stem.suffix in (".safetensors", ".json"):
+        stem = stem.with_suffix("")
+    key = str(stem.resolve())
+    if key not in _POLICIES:
+        if not stem.with_name(stem.name + ".safetensors").exists():
+            raise PolicyFileError(
+                f"mcts needs a trained policy: {stem}.safetensors (and .json) is missing; "
+                "train one (dagsched train) or pass policy_path, or use mcts_uct"
+            )
+        import torch
+
+        torch.set_num_threads(1)
+        _POLICIES[key] = load_policy(stem)
+    return _POLICIES[key]
