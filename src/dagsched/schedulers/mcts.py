@@ -74,7 +74,7 @@ class MCTSConfig:
 
     sims: int = 64
     """simulations per decision (one decision = one action chosen)"""
-    plan_work: float = 300_000.0
+    plan_work: float = 100_000.0
     """rollout work per plan, in task-node placements; spent evenly over the remaining decisions"""
     decision_ms: float | None = None
     """optional wall-clock cap per decision (non-deterministic)"""

@@ -46,7 +46,7 @@ def _clone(lines: list[NodeTimeline]) -> list[NodeTimeline]:
 class Tabu(HEFT):
     name = "tabu"
 
-    work: float = 200_000.0
+    work: float = 100_000.0
     """task placements per plan (a re-plan gets a quarter)"""
     time_s: float | None = None
     """optional wall-clock cap per plan (non-deterministic)"""
