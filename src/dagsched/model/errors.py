@@ -16,7 +16,8 @@ class InputError(ValueError):
         super().__init__(f"{field}: {fault}" if field else fault)
 
 
-def _loc_to_field(loc: tuple[Any, ...]) -> str:
+def field_path(loc: tuple[Any, ...]) -> str:
+    """A pydantic location as the field path users read: `tasks[3].runtime`."""
     parts: list[str] = []
     for item in loc:
         if isinstance(item, int):
@@ -30,7 +31,7 @@ def from_pydantic(err: pydantic.ValidationError, prefix: str = "") -> InputError
     """Turn pydantic's report into one InputError naming every faulty field."""
     faults: list[tuple[str, str]] = []
     for e in err.errors():
-        field = _loc_to_field(tuple(e["loc"]))
+        field = field_path(tuple(e["loc"]))
         if prefix:
             field = f"{prefix}.{field}" if field else prefix
         msg = str(e["msg"]).removeprefix("Value error, ")

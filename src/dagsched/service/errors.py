@@ -9,19 +9,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from dagsched.model.errors import InputError
+from dagsched.model.errors import InputError, field_path
 
 log = logging.getLogger("dagsched.service")
-
-
-def _field(loc: tuple) -> str:
-    parts: list[str] = []
-    for item in loc:
-        if isinstance(item, int):
-            parts.append(f"[{item}]")
-        else:
-            parts.append(("." if parts else "") + str(item))
-    return "".join(parts)
 
 
 def _body(errors: list[dict[str, str]], status: int) -> JSONResponse:
@@ -52,7 +42,7 @@ def install(app: FastAPI) -> None:
                 loc = ("body",)
             elif e.get("type") == "extra_forbidden":
                 msg = "unknown field"
-            errors.append({"field": _field(loc) or "body", "msg": msg})
+            errors.append({"field": field_path(loc) or "body", "msg": msg})
         return _body(errors, status)
 
     @app.exception_handler(StarletteHTTPException)
