@@ -334,15 +334,16 @@ class Simulator:
         """Start ready task t on node nd now; refuses anything illegal."""
         if not 0 <= t < self.cp.n_tasks or not 0 <= nd < self.cp.n_nodes:
             raise SchedulingError(f"assignment ({t}, {nd}) out of range")
-        name = self.cp.task_name(t)
-        node = self.cp.node_ids[nd]
         if self.status[t] != READY:
             state = ("waiting", "ready", "running", "done")[self.status[t]]
-            raise SchedulingError(f"task '{name}' is {state}, not ready, at t={self.now:g}")
+            raise SchedulingError(f"task '{self.cp.task_name(t)}' is {state}, not ready, at t={self.now:g}")
         if not self.fits_now(t, nd):
+            name, node = self.cp.task_name(t), self.cp.node_ids[nd]
             raise SchedulingError(f"task '{name}' does not fit node '{node}' at t={self.now:g}")
-        if self.data_ready_s(t, nd) > self.now + 1e-9:
-            raise SchedulingError(f"task '{name}' inputs reach node '{node}' only at t={self.data_ready_s(t, nd):g}")
+        arrival = self.data_ready_s(t, nd)
+        if arrival > self.now + 1e-9:
+            name, node = self.cp.task_name(t), self.cp.node_ids[nd]
+            raise SchedulingError(f"task '{name}' inputs reach node '{node}' only at t={arrival:g}")
         req = self.request(t)
         self.free[nd, 0] -= req[0]
         self.free[nd, 1] -= req[1]
