@@ -144,6 +144,18 @@ def _defaults(model: type[BaseModel], keys: tuple[str, ...]) -> dict[str, Any]:
 
 
 _TASK_DEFAULTS = _defaults(Task, ("priority", "critical", "deadline", "labels", "costs"))
+
+
+def _changed_fields(obj: Any, defaults: dict[str, Any]) -> dict[str, Any]:
+    """The optional fields of `obj` that differ from their defaults (written out; the rest are implied)."""
+    out: dict[str, Any] = {}
+    for key, default in defaults.items():
+        value = getattr(obj, key)
+        if value != default:
+            out[key] = dict(value) if isinstance(value, dict) else value
+    return out
+
+
 _RESOURCE_DEFAULTS = _defaults(Task, ("cpu", "mem", "gpu"))
 
 
@@ -160,10 +172,7 @@ def workflow_to_native(wf: Workflow) -> dict[str, Any]:
             task["resources"] = resources
         if t.id in parents:
             task["dependencies"] = parents[t.id]
-        for key, default in _TASK_DEFAULTS.items():
-            value = getattr(t, key)
-            if value != default:
-                task[key] = dict(value) if isinstance(value, dict) else value
+        task.update(_changed_fields(t, _TASK_DEFAULTS))
         tasks.append(task)
     out: dict[str, Any] = {"name": wf.name}
     if wf.submit_time:
@@ -214,10 +223,7 @@ def cluster_to_native(cluster: Cluster) -> dict[str, Any]:
     nodes: list[dict[str, Any]] = []
     for n in cluster.nodes:
         node: dict[str, Any] = {"id": n.id, "cpu": n.cpu, "mem": n.mem}
-        for key, default in _NODE_DEFAULTS.items():
-            value = getattr(n, key)
-            if value != default:
-                node[key] = dict(value) if isinstance(value, dict) else value
+        node.update(_changed_fields(n, _NODE_DEFAULTS))
         nodes.append(node)
     out: dict[str, Any] = {"name": cluster.name}
     if cluster.latency:
