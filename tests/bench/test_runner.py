@@ -127,3 +127,43 @@ def test_chunks_keep_a_problem_together_and_cover_every_cell() -> None:
     assert sorted(seen) == sorted(c.key for c in cells)
     auto = make_chunks(cells, workers=2)
     assert sum(len(c.cells) for c in auto) == 12 and len(auto) >= 2
+
+
+def test_seed_free_runs_do_not_depend_on_the_seed(wfinstances: Path) -> None:
+    """The premise of reuse: every scheduler that claims `uses_seed = False` gives the same run under
+    two seeds in classic mode on a fixed trace (and a seeded one, `random`, does not)."""
+    from dagsched.bench.suites import real_traces
+    from dagsched.schedulers import make_scheduler, registered_names
+    from dagsched.sim.run import simulate
+
+    entry = next(t for t in real_traces(wfinstances) if 30 <= t.n_tasks <= 200)
+    cp = ProblemSpec("trace", entry.family, "hetero-16", path=str(wfinstances / entry.file)).build()
+    seedless = [n for n in registered_names() if not make_scheduler(n).uses_seed]
+    assert {"heft", "fcfs", "min_min", "kube_default"} <= set(seedless)
+    assert "random" not in seedless
+    for name in seedless:
+        a, b = (simulate(cp, make_scheduler(name), CLASSIC.config(), seed) for seed in (1, 7))
+        assert a.metrics.makespan == b.metrics.makespan, name
+        assert a.trace.attempts == b.trace.attempts, name
+    r1, r7 = (simulate(cp, make_scheduler("random"), CLASSIC.config(), seed) for seed in (1, 7))
+    assert r1.trace.attempts != r7.trace.attempts
+
+
+def test_seed_free_cells_run_once_and_are_stored_for_every_seed(tmp_path: Path) -> None:
+    """A fixed problem with 3 seeds: classic cells of seedless schedulers run once and are stored 3 times
+    with numbers equal to running each seed; cloud cells and `random` run every seed."""
+    spec = ProblemSpec("synthetic", "layered", "small-3", n_tasks=12, gen_seed=4)
+    suite = Suite("fixed", (Entry(spec, (1, 2, 3)),), (CLASSIC, CLOUD), ("heft", "fcfs", "random"))
+    summary = run_suite(suite, tmp_path / "reuse", workers=0, progress=False)
+    assert (summary.total, summary.ran, summary.reused) == (18, 14, 4)
+    reused = load_results(tmp_path / "reuse")
+    assert len(reused) == 18 and len({(r["scheduler"], r["seed"], r["mode"]) for r in reused}) == 18
+
+    from dagsched.bench.runner import run_cell
+
+    cp = spec.build()
+    direct = {c.key: run_cell(cp, spec, c.scheduler, c.seed, c.mode) for c in suite.cells()}
+    for row in reused:
+        ran = direct[(row["problem_id"], row["scheduler"], row["seed"], row["mode"])]
+        same = [k for k in ran if k not in TIMING_COLUMNS]
+        assert {k: row[k] for k in same} == {k: ran[k] for k in same}

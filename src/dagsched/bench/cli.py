@@ -153,7 +153,8 @@ def register(app: typer.Typer) -> None:
         except InputError as err:
             raise _fail(err) from None
         err_console.print(
-            f"{summary.suite}: {summary.total} cells, {summary.skipped} already stored, {summary.ran} run "
+            f"{summary.suite}: {summary.total} cells, {summary.skipped} already stored, {summary.ran} run, "
+            f"{summary.reused} reused from a seed-free run "
             f"({summary.backend}, {summary.workers} workers, {summary.chunks} chunks) in {summary.wall_s:.1f} s"
             + (f", {summary.cells_per_s:.1f} cells/s" if summary.ran else "")
         )

@@ -66,6 +66,8 @@ class RunSummary:
     ran: int = 0
     errors: int = 0
     invalid: int = 0
+    reused: int = 0
+    """cells not simulated because a seed-free run of the same problem, scheduler and mode stands for them"""
     lost: int = 0
     """cells whose worker died (not stored, so the next run retries them)"""
     chunks: int = 0
@@ -148,6 +150,42 @@ def run_chunk(chunk: Chunk) -> list[Row]:
             for s, seed, mode in chunk.cells
         ]
     return [run_cell(cp, chunk.spec, s, seed, mode) for s, seed, mode in chunk.cells]
+
+
+def collapse_seed_free(cells: Sequence[Cell]) -> tuple[list[Cell], dict[tuple[str, str, int, str], list[int]]]:
+    """Drop cells whose result another cell already gives, and say which seeds each kept cell stands for.
+
+    When the mode has no hidden randomness (`SimConfig.seed_free`) and the scheduler never reads the
+    seed (`Scheduler.uses_seed` false), a fixed problem's run is the same for every seed: a trace in
+    classic mode with HEFT gives one makespan ten times. Only the first such seed runs; the driver
+    stores its row under the other seeds too, so paired statistics still see every seed.
+    """
+    from dagsched.schedulers import make_scheduler
+
+    seedless = {name: not make_scheduler(name).uses_seed for name in {c.scheduler for c in cells}}
+    exact = {c.mode.name: c.mode.config().seed_free for c in cells}
+    kept: list[Cell] = []
+    first: dict[tuple[str, str, str], Cell] = {}
+    echoes: dict[tuple[str, str, int, str], list[int]] = {}
+    for c in cells:
+        if not (seedless[c.scheduler] and exact[c.mode.name]):
+            kept.append(c)
+            continue
+        lead = first.setdefault((c.spec.problem_id, c.scheduler, c.mode.name), c)
+        if lead is c:
+            kept.append(c)
+        else:
+            echoes.setdefault(lead.key, []).append(c.seed)
+    return kept, echoes
+
+
+def _with_echoes(rows: list[Row], echoes: dict[tuple[str, str, int, str], list[int]]) -> list[Row]:
+    out = []
+    for row in rows:
+        out.append(row)
+        key = (row["problem_id"], row["scheduler"], row["seed"], row["mode"])
+        out += [row | {"seed": seed} for seed in echoes.get(key, ())]
+    return out
 
 
 # -- chunking ---------------------------------------------------------------------------------------
@@ -332,6 +370,8 @@ def run_suite(
     skipped = len(cells) - len(pending)
     if limit is not None:
         pending = pending[: max(limit, 0)]
+    n_pending = len(pending)
+    pending, echoes = collapse_seed_free(pending)
 
     if use_ray or address:
         backend, n_workers = "ray", workers or os.cpu_count() or 1
@@ -354,18 +394,23 @@ def run_suite(
         source = _Ray(chunks, workers, address)
     try:
         with _progress_bar(progress) as bar:
-            task = bar.add_task(f"{suite.name} ({backend})", total=len(pending))
+            task = bar.add_task(f"{suite.name} ({backend})", total=n_pending)
             for chunk, rows in source:
                 if isinstance(rows, BaseException):
-                    summary.lost += len(chunk.cells)
+                    keys = [(chunk.spec.problem_id, s, seed, mode.name) for s, seed, mode in chunk.cells]
+                    lost = len(chunk.cells) + sum(len(echoes.get(k, ())) for k in keys)
+                    summary.lost += lost
                     summary.failures.append(f"{chunk.spec.problem_id}: worker failed: {_error_text(rows)}")
-                    bar.advance(task, len(chunk.cells))
+                    bar.advance(task, lost)
                     continue
+                summary.simulate_s += sum(float(r.get("wall_s") or 0.0) for r in rows)
+                ran = len(rows)
+                rows = _with_echoes(rows, echoes)
+                summary.reused += len(rows) - ran
                 for row in rows:
                     row["suite"] = suite.name
                 store.write(rows)
-                summary.ran += len(rows)
-                summary.simulate_s += sum(float(r.get("wall_s") or 0.0) for r in rows)
+                summary.ran += ran
                 for row in rows:
                     if row.get("error"):
                         summary.errors += 1

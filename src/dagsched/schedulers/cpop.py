@@ -32,6 +32,7 @@ _REL_TOL = 1e-9
 @register
 class CPOP(StaticPlanner):
     name = "cpop"
+    uses_seed = False
 
     def prepare(self, cp: CompiledProblem) -> None:
         self.priority = upward_rank(cp) + downward_rank(cp)

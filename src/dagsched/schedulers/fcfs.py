@@ -13,6 +13,7 @@ from dagsched.schedulers.greedy import ListScheduler
 @register
 class FCFS(ListScheduler):
     name = "fcfs"
+    uses_seed = False
 
     def order(self, ready: list[int]) -> list[int]:
         return ready

@@ -24,6 +24,7 @@ from dagsched.sim.slots import NodeTimeline
 @register
 class HEFT(StaticPlanner):
     name = "heft"
+    uses_seed = False
 
     def prepare(self, cp: CompiledProblem) -> None:
         self.order = rank_order(upward_rank(cp), cp)

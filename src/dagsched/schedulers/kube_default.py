@@ -36,6 +36,7 @@ MAX_NODE_SCORE = 100.0
 @register
 class KubeDefault(Scheduler):
     name = "kube_default"
+    uses_seed = False
 
     def reset(self, cp: CompiledProblem, sim: Simulator, seed: int = 0) -> None:
         super().reset(cp, sim, seed)

@@ -19,6 +19,7 @@ from dagsched.schedulers.greedy import BatchMapper
 @register
 class MaxMin(BatchMapper):
     name = "max_min"
+    uses_seed = False
 
     def pick(self, best_ect: np.ndarray, candidates: list[int]) -> int:
         return int(np.argmax(best_ect))

@@ -20,6 +20,7 @@ from dagsched.schedulers.greedy import BatchMapper
 @register
 class MinMin(BatchMapper):
     name = "min_min"
+    uses_seed = False
 
     def pick(self, best_ect: np.ndarray, candidates: list[int]) -> int:
         return int(np.argmin(best_ect))

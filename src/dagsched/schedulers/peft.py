@@ -26,6 +26,7 @@ from dagsched.sim.slots import NodeTimeline
 @register
 class PEFT(StaticPlanner):
     name = "peft"
+    uses_seed = False
 
     def prepare(self, cp: CompiledProblem) -> None:
         self.oct = optimistic_cost_table(cp)

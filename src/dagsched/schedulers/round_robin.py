@@ -17,6 +17,7 @@ from dagsched.sim.engine import Simulator
 @register
 class RoundRobin(ListScheduler):
     name = "round_robin"
+    uses_seed = False
 
     def reset(self, cp: CompiledProblem, sim: Simulator, seed: int = 0) -> None:
         super().reset(cp, sim, seed)

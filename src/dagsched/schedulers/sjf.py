@@ -19,6 +19,7 @@ from dagsched.sim.engine import Simulator
 @register
 class SJF(ListScheduler):
     name = "sjf"
+    uses_seed = False
 
     def reset(self, cp: CompiledProblem, sim: Simulator, seed: int = 0) -> None:
         super().reset(cp, sim, seed)

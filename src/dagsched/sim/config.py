@@ -38,5 +38,10 @@ class SimConfig(BaseModel):
         return self
 
     @property
+    def seed_free(self) -> bool:
+        """No hidden randomness: no noise, failures or stragglers, so the run seed cannot change a run."""
+        return self.classic or (self.noise_cv == 0 and self.mtbf_s is None and self.straggler_rate_per_h == 0)
+
+    @property
     def effective_boot_delay(self) -> bool:
         return self.boot_delay and not self.classic
