@@ -62,8 +62,11 @@ def serve(
 
 
 def register(app: typer.Typer) -> None:
-    """Add `serve` to a Typer app (the `dagsched` command)."""
+    """Add `serve` and `finetune` to a Typer app (the `dagsched` command)."""
+    from dagsched.service.finetune import finetune
+
     app.command("serve")(serve)
+    app.command("finetune")(finetune)
 
 
 if __name__ == "__main__":
