@@ -160,3 +160,29 @@ def test_cli_report_writes_the_report_and_exits_2_on_a_bad_folder(tmp_path: Path
     assert (tmp_path / "rep" / "report.html").exists() and (tmp_path / "rep" / "report.md").exists()
     bad = CliRunner().invoke(app, ["report", str(tmp_path / "nope")])
     assert bad.exit_code == 2 and "not found" in bad.output
+
+
+def test_readme_results_section_is_rewritten_between_its_markers(tmp_path: Path) -> None:
+    """`--readme` replaces only the marked section (twice in a row gives one section, the rest of the
+    README intact); a README without the markers exits 2 and is left as it was."""
+    app = typer.Typer()
+    report.register(app)
+    app.command("noop")(lambda: None)
+    _write_store(synthetic_rows(), tmp_path)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# title\n\n## Results\n\n{report.README_BEGIN}\nold table\n{report.README_END}\n\n## After\n")
+    for _ in range(2):
+        args = ["report", str(tmp_path), "--out", str(tmp_path / "rep"), "--readme", str(readme)]
+        result = CliRunner().invoke(app, [*args, "--command", "dagsched bench --suite test"])
+        assert result.exit_code == 0, result.output
+    text = readme.read_text()
+    assert text.startswith("# title\n\n## Results\n\n") and text.endswith(f"{report.README_END}\n\n## After\n")
+    assert "old table" not in text and text.count(report.README_BEGIN) == 1
+    section = text[text.index(report.README_BEGIN) : text.index(report.README_END)]
+    assert "`dagsched bench --suite test`" in section
+    assert re.search(r"^\| heft \|", section, re.M) and re.search(r"^\| scheduler \| etl_star \|", section, re.M)
+    plain = tmp_path / "PLAIN.md"
+    plain.write_text("# no markers\n")
+    bad = CliRunner().invoke(app, ["report", str(tmp_path), "--out", str(tmp_path / "rep"), "--readme", str(plain)])
+    assert bad.exit_code == 2 and "markers" in bad.output
+    assert plain.read_text() == "# no markers\n"

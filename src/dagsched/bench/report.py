@@ -541,6 +541,34 @@ def write_report(
     return Report(md_path, html_path, paths)
 
 
+README_BEGIN = "<!-- results:begin (written by dagsched report --readme; edits here are overwritten) -->"
+README_END = "<!-- results:end -->"
+
+
+def readme_section(rows: Sequence[Mapping[str, Any]], command: str) -> str:
+    """The README's results section: overview, the summary and per-family tables, and how to reproduce them."""
+    rows = [dict(r) for r in rows]
+    sections = {heading: (text, headers, cells) for heading, text, headers, cells in _sections(rows)}
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d")
+    md = [f"Generated {stamp} from the results of `{command}` (see `results/standard/report/report.html`)."]
+    md += [""] + [f"- {line}" for line in _overview(rows)] + [""]
+    for heading in ("Summary", "Mean ratio to the best, per family"):
+        text, headers, cells = sections[heading]
+        md += [f"**{heading}.** {text}", "", _markdown(headers, cells), ""]
+    return "\n".join(md)
+
+
+def update_readme(path: str | Path, section: str) -> None:
+    """Replace what lies between the README's results markers with `section`; refuse a README without them."""
+    path = Path(path)
+    text = path.read_text() if path.exists() else ""
+    begin, end = text.find(README_BEGIN), text.find(README_END)
+    if begin < 0 or end < begin:
+        raise InputError("--readme", f"{path} has no '{README_BEGIN}' ... '{README_END}' markers")
+    head, tail = text[: begin + len(README_BEGIN)], text[end:]
+    path.write_text(f"{head}\n{section.rstrip()}\n{tail}")
+
+
 def _markdown(headers: Sequence[str], cells: Sequence[Sequence[str]]) -> str:
     table = [dict(zip(headers, row, strict=True)) for row in cells]
     return stats.format_markdown(table, headers).rstrip("\n")
@@ -554,12 +582,20 @@ def register(app: typer.Typer) -> None:
         results: Annotated[Path, typer.Argument(help="results folder of `dagsched bench` (or its results file)")],
         out: Annotated[Path | None, typer.Option(help="folder for the report (default: the results folder)")] = None,
         title: Annotated[str, typer.Option(help="heading of the report")] = "dagsched benchmark",
+        readme: Annotated[
+            Path | None, typer.Option(help="also rewrite the results section of this README (between its markers)")
+        ] = None,
+        command: Annotated[
+            str, typer.Option(help="the command that produced the results, quoted in the README section")
+        ] = "make bench",
     ) -> None:
         """Write report.md and a self-contained report.html with tables and plots from benchmark results."""
         try:
             rows = read_rows(results)
             target = out or (results if results.is_dir() else results.parent)
             written = write_report(rows, target, title=title, rebuild=suite_rebuild(rows))
+            if readme is not None:
+                update_readme(readme, readme_section(rows, command))
         except InputError as err:
             raise fail(err) from None
         typer.echo(stats.format_markdown(stats.summary_table(rows)))
