@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 
-.PHONY: run serve test lint bench perf clean
+.PHONY: run serve quick test lint bench perf clean
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -14,11 +14,10 @@ $(STAMP): requirements.lock pyproject.toml
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
-# the product's main job: the quick benchmark of every registered scheduler (real traces included)
-run: $(STAMP)
-	$(VENV)/bin/dagsched bench --suite quick --out results/quick
+# the product's main job: the scheduling service on localhost:8080 with the shipped model and a
+# SQLite store, and a demo client that fills it with plans, decisions and metrics (Ctrl-C stops it)
+run: serve
 
-# the scheduling service on localhost:8080 with a SQLite store, and a demo client filling it
 serve: $(STAMP)
 	mkdir -p results
 	DAGSCHED_API_TOKEN=$${DAGSCHED_API_TOKEN:-dev-token} $(VENV)/bin/dagsched serve --host 127.0.0.1 --port 8080 \
@@ -32,6 +31,10 @@ lint: $(STAMP)
 
 test: lint
 	$(PY) -m pytest -n 2
+
+# the quick benchmark of every registered scheduler (a few minutes; real traces included) and its table
+quick: $(STAMP)
+	$(VENV)/bin/dagsched bench --suite quick --out results/quick
 
 # the standard suite (hours on one machine; resumes where it stopped) and its report
 bench: $(STAMP)
