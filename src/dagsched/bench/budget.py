@@ -253,18 +253,20 @@ def plot_curve(rows: Sequence[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-def default_problems(n_tasks: int, traces: int, seeds: Sequence[int]) -> list[tuple[str, CompiledProblem]]:
-    """Synthetic layered, etl_star and random workflows (one per seed) plus the smallest real traces, homog-8."""
+def default_problems(
+    n_tasks: int, traces: int, seeds: Sequence[int], cluster: str = "hetero-16"
+) -> list[tuple[str, CompiledProblem]]:
+    """Synthetic layered, etl_star and random workflows (one per seed) plus the smallest real traces."""
     from dagsched.bench.suites import ProblemSpec, real_traces, wfinstances_root
 
     out = [
-        (f"syn/{fam}/n{n_tasks}/s{s}", ProblemSpec("synthetic", fam, "homog-8", n_tasks=n_tasks, gen_seed=s).build())
+        (f"syn/{fam}/n{n_tasks}/s{s}", ProblemSpec("synthetic", fam, cluster, n_tasks=n_tasks, gen_seed=s).build())
         for fam in ("layered", "etl_star", "random")
         for s in seeds
     ]
     root = wfinstances_root()
     for e in real_traces(root)[:traces]:
-        spec = ProblemSpec("trace", e.family, "homog-8", n_tasks=e.n_tasks, path=str(root / e.file))
+        spec = ProblemSpec("trace", e.family, cluster, n_tasks=e.n_tasks, path=str(root / e.file))
         out.append((f"trace/{e.file}", spec.build()))
     return out
 
@@ -281,6 +283,7 @@ def register(app: Any) -> None:
         n_tasks: int = typer.Option(30, help="tasks of each synthetic workflow"),
         traces: int = typer.Option(2, help="how many of the smallest real traces"),
         mode: str = typer.Option("classic", help="classic or cloud"),
+        cluster: str = typer.Option("hetero-16", help="cluster preset or cluster file"),
         policy: str | None = typer.Option(None, help="policy stem for mcts (default: the shipped model, if any)"),
         exact: int = typer.Option(10, help="small problems for the exact-optimum gap (0: skip)"),
     ) -> None:
@@ -293,7 +296,7 @@ def register(app: Any) -> None:
         out.mkdir(parents=True, exist_ok=True)
         budgets = [float(b) for b in budgets_ms.split(",")]
         seed_list = list(range(1, seeds + 1))
-        problems = default_problems(n_tasks, traces, seed_list)
+        problems = default_problems(n_tasks, traces, seed_list, cluster)
         # classic mode is exact: the seeds vary the synthetic instances, one run per problem suffices
         rows = budget_curve(problems, budgets, [1] if mode == "classic" else seed_list, config, policy)
         text = "## Quality versus budget\n\n" + markdown_table(rows)
