@@ -1,12 +1,37 @@
-"""Min-Min on three independent tasks and two nodes of different speed."""
+"""Min-Min: the textbook choice on three tasks, and exactly the frozen reference's decisions everywhere.
+
+The reference (batch_reference.py) is BatchMapper before its re-search was batched; the batched
+one must give the same trace, attempt for attempt, in classic and cloud mode, under failures and
+migrations, on generated families and on small random problems.
+"""
 
 from __future__ import annotations
+
+import importlib.util
+from collections import Counter
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dagsched.model import CompiledProblem
 from dagsched.sim.config import SimConfig
 from dagsched.sim.run import simulate
 
 CLASSIC = SimConfig(classic=True)
+
+
+def _load_reference() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("batch_reference", Path(__file__).with_name("batch_reference.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ref = _load_reference()
 
 
 def placements(cp: CompiledProblem, name: str) -> dict[str, tuple[str, float, float]]:
@@ -20,3 +45,26 @@ def test_min_min_maps_the_quickest_task_first(two_speed_tasks: CompiledProblem) 
     then c (8.5 on fast < 10 on slow); everything queues on the fast node, makespan 8.5."""
     got = placements(two_speed_tasks, "min_min")
     assert got == {"a": ("fast", 0.0, 1.5), "b": ("fast", 1.5, 3.5), "c": ("fast", 3.5, 8.5)}
+
+
+@pytest.mark.parametrize(("family", "n_tasks", "cluster", "mode", "seed"), ref.GRID)
+def test_min_min_decides_as_the_reference(family: str, n_tasks: int, cluster: str, mode: str, seed: int) -> None:
+    """Same attempts (task, node, start, end, outcome) as the reference on generated problems, through
+    both re-search paths; the failure and straggler modes really fail and migrate tasks."""
+    trace = ref.assert_same_decisions(ref.grid_problem(family, n_tasks, cluster), "min_min", ref.MODES[mode], seed)
+    outcomes = Counter(a.outcome for a in trace.attempts)
+    assert outcomes["done"] == n_tasks
+    if mode == "failures":
+        assert outcomes["failed"] > 0
+    if mode == "stragglers":
+        assert outcomes["overrun"] > 0
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(case=ref.small_problems(), seed=st.integers(0, 2**16))
+def test_min_min_decides_as_the_reference_on_random_problems(
+    case: tuple[CompiledProblem, SimConfig], seed: int
+) -> None:
+    """Same attempts as the reference on random small problems (shrunk to a minimal one on failure)."""
+    cp, config = case
+    ref.assert_same_decisions(cp, "min_min", config, seed)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from abc import abstractmethod
 
 import numpy as np
+import numpy.typing as npt
 
 from dagsched.schedulers.base import Scheduler
 from dagsched.sim.engine import Decision, Simulator
@@ -65,6 +66,10 @@ class BatchMapper(Scheduler):
     (insertion into the nodes' planned use), lets `pick` choose one task, reserves
     its best slot, and repeats. Tasks whose slot starts now are started; the others
     are reconsidered at the next decision point, woken at their planned start.
+
+    Cost: a reservation can only delay the tasks whose cached slot on that node
+    overlaps it, so only those are searched again, all in one call
+    (`NodeTimeline.earliest_starts`); the others keep their slot, still free and the earliest.
     """
 
     @abstractmethod
@@ -73,75 +78,109 @@ class BatchMapper(Scheduler):
 
     def decide(self, sim: Simulator) -> Decision:
         ready = sim.ready_tasks()
-        m = sim.cp.n_nodes
+        if not ready:
+            return Decision([], None)
+        now = sim.now
         lines = sim.node_timelines()
-        arrival = {t: sim.data_ready_all_s(t) for t in ready}
-        # a migrated task avoids the node it overran on, unless no other node can ever take it
-        self._avoid: dict[int, int] = {}
-        for t in ready:
-            avoid = int(sim.avoid_node[t])
-            if avoid >= 0 and any(n != avoid and self._can_host(sim, lines, t, n) for n in range(m)):
-                self._avoid[t] = avoid
+        tasks = np.asarray(ready, dtype=np.int64)
+        arrival = np.array([sim.data_ready_all_s(t) for t in ready])  # (k, m): inputs on each node
+        exec_s = sim.cp.exec_s[tasks]  # (k, m)
+        req = sim.requests(tasks)  # (k, 3)
+        uniform = bool(np.all(req == req[0]))  # classic mode: every task takes one slot
+        allowed = self._allowed(sim, lines, tasks, req[:1] if uniform else req)  # where a slot may be searched
         est = sim.earliest_starts(ready)
-        for i, t in enumerate(ready):
-            if t in self._avoid:
-                est[i, self._avoid[t]] = np.inf
-        ect = est + sim.cp.exec_s[ready]
+        est[~allowed] = np.inf  # already inf where a node can never host a task: this adds the avoided nodes
+        ect = est + exec_s
+        best = ect.min(axis=1)
+        room = _RoomNow(lines, now, req, uniform)
         free = sim.free.copy()
         assignments: list[tuple[int, int]] = []
         wake = np.inf
-        remaining = list(range(len(ready)))
-        while remaining:
-            best = ect[remaining].min(axis=1)
-            i = remaining.pop(self.pick(best, [ready[r] for r in remaining]))
+        unmapped = np.ones(len(ready), dtype=bool)
+        for left in range(len(ready) - 1, -1, -1):
+            rows = np.flatnonzero(unmapped)
+            i = int(rows[self.pick(best[rows], tasks[rows].tolist())])
+            unmapped[i] = False
             t = ready[i]
-            nd = int(np.argmin(ect[i]))
-            start, end = self._slot(sim, lines, t, nd, arrival[t])
+            nd = int(ect[i].argmin())
+            if not allowed[i, nd]:
+                continue
+            line = lines[nd]
+            dur = float(exec_s[i, nd])
+            start = line.earliest_start(max(float(arrival[i, nd]), now), dur, sim.request(t))
+            end = start + dur
             if not np.isfinite(end):
                 continue
-            req = sim.request(t)
-            lines[nd].reserve(start, end, req)
-            if start <= sim.now + _EPS:
+            line.reserve(start, end, sim.request(t))
+            if start <= now + _EPS:
                 # the timelines miss what they cannot see (a zero-length task just mapped, a task
                 # running past its prediction): start only what really fits now; the rest waits
                 # for the finish event that frees the room
-                if np.all(free[nd] + _EPS >= req):
-                    free[nd] -= req
+                if np.all(free[nd] + _EPS >= req[i]):
+                    free[nd] -= req[i]
                     assignments.append((t, nd))
             else:
                 wake = min(wake, start)
-            if remaining and not self._room_now(sim, lines, [ready[r] for r in remaining]):
+            if not left:
+                break
+            if not room.left(unmapped):
                 break  # nothing left can start now; running tasks' ends bring the next decision
-            for r in remaining:
-                # an insertion slot clear of the new reservation stays free and stays the earliest
-                if est[r, nd] < end and ect[r, nd] > start:
-                    est[r, nd], ect[r, nd] = self._slot(sim, lines, ready[r], nd, arrival[ready[r]])
+            # a slot clear of the new reservation stays free and stays the earliest: search the others again
+            # (a task not allowed on nd has est inf there, so it is never hit)
+            hit = np.flatnonzero(unmapped & (est[:, nd] < end) & (ect[:, nd] > start))
+            if hit.size:
+                dur_hit = exec_s[hit, nd]
+                req_hit = req[i] if uniform else req[hit]
+                est[hit, nd] = line.earliest_starts(np.maximum(arrival[hit, nd], now), dur_hit, req_hit)
+                ect[hit, nd] = est[hit, nd] + dur_hit
+                best[hit] = ect[hit].min(axis=1)
         return Decision(assignments, wake if np.isfinite(wake) else None)
 
     @staticmethod
-    def _room_now(sim: Simulator, lines: list[NodeTimeline], tasks: list[int]) -> bool:
-        """Whether some node has room now for the smallest of these requests (a cheap necessary test)."""
-        smallest = np.min([sim.request(t) for t in tasks], axis=0)
-        now = sim.now
-        for line in lines:
-            if line.available_from > now + _EPS:
-                continue
-            used = line.used_at(now)
-            if all(used[r] + smallest[r] <= line.cap[r] + _EPS for r in range(3)):
-                return True
-        return False
+    def _allowed(
+        sim: Simulator, lines: list[NodeTimeline], tasks: npt.NDArray[np.int64], req: npt.NDArray[np.float64]
+    ) -> npt.NDArray[np.bool_]:
+        """(k, m): the node can ever host the task, and it is not the node a migrated task must avoid.
 
-    @staticmethod
-    def _can_host(sim: Simulator, lines: list[NodeTimeline], t: int, nd: int) -> bool:
-        return lines[nd].can_host(sim.request(t))
+        `req` is one row per task, or one row that every task shares. A migrated task
+        avoids the node it overran on, unless no other node can ever take it.
+        """
+        cap = np.array([line.cap for line in lines])
+        up = np.array([line.available_from < np.inf for line in lines])
+        hosts = np.all(req[:, None, :] <= cap[None, :, :] + _EPS, axis=2) & up
+        allowed: npt.NDArray[np.bool_] = np.broadcast_to(hosts, (len(tasks), len(lines))).copy()
+        avoid = sim.avoid_node[tasks]
+        for i in np.flatnonzero(avoid >= 0):
+            others = allowed[i].copy()
+            others[avoid[i]] = False
+            if others.any():
+                allowed[i, avoid[i]] = False
+        return allowed
 
-    def _slot(
-        self, sim: Simulator, lines: list[NodeTimeline], t: int, nd: int, arrival: np.ndarray
-    ) -> tuple[float, float]:
-        """Earliest (start, finish) of t on nd; (inf, inf) where it can never fit or should avoid nd."""
-        if not self._can_host(sim, lines, t, nd) or self._avoid.get(t) == nd:
-            return np.inf, np.inf
-        req = sim.request(t)
-        dur = float(sim.cp.exec_s[t, nd])
-        start = lines[nd].earliest_start(max(float(arrival[nd]), sim.now), dur, req)
-        return start, start + dur
+
+class _RoomNow:
+    """Whether some node has room now for the smallest unmapped request (a cheap necessary test).
+
+    Room now only shrinks while a decision maps tasks (reservations add use, and the
+    smallest request over fewer tasks can only rise), so a node once found full stays
+    full: one pointer walks the nodes once per decision instead of rescanning them each round.
+    """
+
+    def __init__(self, lines: list[NodeTimeline], now: float, req: npt.NDArray[np.float64], uniform: bool) -> None:
+        self.lines, self.now, self.req, self.uniform = lines, now, req, uniform
+        self.smallest = tuple(req.min(axis=0).tolist())
+        self.nd = 0  # every node before this one is full
+
+    def left(self, unmapped: npt.NDArray[np.bool_]) -> bool:
+        """Whether some node has room now for the smallest request of the `unmapped` tasks."""
+        if not self.uniform:
+            self.smallest = tuple(self.req[unmapped].min(axis=0).tolist())
+        while self.nd < len(self.lines) and not self._fits(self.lines[self.nd]):
+            self.nd += 1
+        return self.nd < len(self.lines)
+
+    def _fits(self, line: NodeTimeline) -> bool:
+        if line.available_from > self.now + _EPS:
+            return False
+        used, cap, smallest = line.used_at(self.now), line.cap, self.smallest
+        return all(used[r] + smallest[r] <= cap[r] + _EPS for r in range(3))
