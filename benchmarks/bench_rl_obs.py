@@ -5,6 +5,8 @@ on one torch thread (two threads on two cores were measured 5 to 20 times slower
 Workloads: 1,000-task workflows of several families on the 100-node `large-100` cluster, driven
 through the environment by an untrained policy's greedy choices (real decision states, most
 nodes busy after the first hundred decisions).
+The DRL scheduler's own decision path (FeatureBuilder.decision + PolicyInference, against this
+reference path) is timed by benchmarks/bench_inference.py.
 Run: .venv/bin/python benchmarks/bench_rl_obs.py [--decisions N] [--families layered,random]
      [--hidden 64 --layers 2 --conv gat] [--no-env]
 """

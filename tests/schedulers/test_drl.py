@@ -79,3 +79,28 @@ def test_missing_model_names_the_path(tmp_path) -> None:
     with pytest.raises(FileNotFoundError, match="nothing-here.safetensors"):
         DRLScheduler(policy_path=tmp_path / "nothing-here")
     assert shipped_model_path().name == "drl-v1"
+
+
+@pytest.mark.parametrize(
+    ("family", "n_tasks", "cluster", "config"),
+    [
+        ("layered", 20, "hetero-16", SimConfig()),
+        ("etl_star", 30, "hetero-16", SimConfig(noise_cv=0.3, mtbf_s=3000.0, mttr_s=200.0, straggler_rate_per_h=4.0)),
+        ("ml_pipeline", 40, "small-3", SimConfig(classic=True)),
+        ("random", 120, "large-100", SimConfig(noise_cv=0.2)),
+    ],
+)
+def test_inference_path_makes_the_reference_plan(family: str, n_tasks: int, cluster: str, config: SimConfig) -> None:
+    """The default inference path (FeatureBuilder.decision + PolicyInference) and the reference path
+    (build + forward_single, fast=False) of the shipped model make the same plan, pick for pick: greedy and
+    sampled with a seed; clusters with many identical nodes (exact ties), noise, failures, stragglers."""
+    cp = compile_problem(
+        Problem(workflows=[generate_workflow(family, n_tasks, 3)], cluster=cluster_preset(cluster), name=family)
+    )
+    policy = load_cached_policy()
+    for kw in ({}, {"greedy": False, "temperature": 0.5}):
+        plans = [
+            simulate(cp, DRLScheduler(policy=policy, fast=fast, **kw), config, 7).trace.attempts
+            for fast in (True, False)
+        ]
+        assert [(a.task, a.node, a.start) for a in plans[0]] == [(a.task, a.node, a.start) for a in plans[1]]

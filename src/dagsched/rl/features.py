@@ -4,7 +4,9 @@ A `FeatureBuilder` is made once per run from the compiled problem (static per-ta
 features, ranks and the time scale are computed there) and then turns the live
 simulator into an `Observation` at each decision point. The observation has the
 problem's exact sizes; the environment pads it to fixed shapes, while the policy's
-fast path and the DRL scheduler use it as it is.
+fast path uses it as it is. `FeatureBuilder.decision` gives the same numbers less what
+the DRL scheduler's inference path never reads (static task columns, pair features of
+illegal pairs): `DecisionInputs`.
 
 Normalisation, so that one policy sees comparable numbers from 10 to 2,000 tasks and
 from 2 to 128 nodes:
@@ -28,7 +30,7 @@ saved policies record it and refuse to load against another.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -181,6 +183,66 @@ class ReadyState:
         return bool(self.legal.any())
 
 
+@dataclass(frozen=True)
+class DecisionInputs:
+    """What the policy's inference path reads at one decision (`FeatureBuilder.decision`).
+
+    The same numbers as the `Observation` of that instant, less what inference never reads:
+    the static task columns (the policy folds them in once per plan), and the pair features of
+    illegal pairs (their logits are masked anyway). `legal_pairs` are the flat indices
+    `k_i * m + node` of the legal pairs, ascending; `pair_x[j]` belongs to `legal_pairs[j]`.
+    """
+
+    task_dyn: npt.NDArray[np.float32]  # (n, len(TASK_DYNAMIC)): the columns of task_x after TASK_STATIC
+    node_x: npt.NDArray[np.float32]  # (m, len(NODE_FEATURES))
+    node_history: npt.NDArray[np.float32]  # (m, H)
+    candidates: IntArray  # (k,)
+    legal: BoolArray  # (k, m)
+    legal_pairs: IntArray  # (L,) flat indices of the legal pairs, ascending
+    pair_x: npt.NDArray[np.float32]  # (L, len(PAIR_FEATURES)): pair features of the legal pairs
+    global_x: npt.NDArray[np.float32]  # (len(GLOBAL_FEATURES),)
+    wait_legal: bool
+    wake_s: float
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.node_x.shape[0])
+
+    def action_mask(self) -> BoolArray:
+        """Legal actions in the unpadded layout: k * m pairs, then wait (as `Observation.action_mask`)."""
+        return np.concatenate([self.legal.reshape(-1), [self.wait_legal]])
+
+
+_STATE_ONE_HOT = np.eye(4, dtype=np.float32)  # waiting, ready, running, done
+
+
+@dataclass(frozen=True)
+class _PairTimes:
+    """Per (candidate, node): estimated start and finish and the other grids the pair features read."""
+
+    start: FloatArray  # (k, m), inf where the node cannot take the task
+    finish: FloatArray  # start + exec_s
+    exec_s: FloatArray
+    room_s: FloatArray  # when the node first has the request free
+    fits: BoolArray  # node up and its capacity can ever hold the request
+    cost: FloatArray  # exec_s x price
+    best: FloatArray  # (k,) best finish over nodes
+    avail: FloatArray  # (m,) when each node is up and booted (inf: down)
+    cost_max: FloatArray  # (k,) the most expensive feasible node's cost
+
+    def at(self, rows: IntArray, cols: IntArray) -> _PairTimes:
+        """The grids at the pairs (rows[j], cols[j]); best, avail and cost_max stay whole."""
+        return replace(
+            self,
+            start=self.start[rows, cols],
+            finish=self.finish[rows, cols],
+            exec_s=self.exec_s[rows, cols],
+            room_s=self.room_s[rows, cols],
+            fits=self.fits[rows, cols],
+            cost=self.cost[rows, cols],
+        )
+
+
 def _longest_to_exit(cp: CompiledProblem, time_s: FloatArray) -> FloatArray:
     """Longest path of `time_s` from each task's start to an exit task, transfers free."""
     ptr, idx = cp.succ_ptr.tolist(), cp.succ_idx.tolist()
@@ -314,30 +376,118 @@ class FeatureBuilder:
 
     def build(self, sim: Simulator, rs: ReadyState | None = None) -> Observation:
         """The observation of `sim` now (pass the `ready_state` already computed at this instant, if any)."""
-        cp = self.cp
         rs = rs if rs is not None else self.ready_state(sim)
-        n, m, s, now = cp.n_tasks, cp.n_nodes, self.scale_s, sim.now
-        clip = FEATURE_CLIP
+        n, m = self.cp.n_tasks, self.cp.n_nodes
+        cands, legal, arrival = self._candidates(rs)
+        k = len(cands)
+        run, run_node, run_end = self._running(sim)
 
-        # candidates: startable first, then upward rank, then topological position
+        x = np.empty((n, len(TASK_FEATURES)), dtype=np.float32)
+        x[:, : len(TASK_STATIC)] = self.task_static
+        x[:, len(TASK_STATIC) :] = self._task_dynamic(sim, cands, run, run_end)
+        node_x, util, up_now, used_cpu = self._nodes(sim, run_node, run_end)
+        hist = self._history(sim.now, util)
+
+        pair_x = np.zeros((k, m, len(PAIR_FEATURES)), dtype=np.float32)
+        est_start = est_finish = np.zeros((k, m))
+        if k:
+            with np.errstate(invalid="ignore"):  # inf - inf where a node can never take a task: clipped below
+                times = self._pair_times(sim, cands, arrival)
+                est_start, est_finish = times.start, times.finish
+                pair_x = self._pair_columns(
+                    sim,
+                    times,
+                    legal.astype(np.float64),
+                    arrival,
+                    self._transfer_share(sim, cands),
+                    times.best[:, None],
+                    times.avail[None, :],
+                    times.cost_max[:, None],
+                    (sim.avoid_node[cands][:, None] == np.arange(m)[None, :]),
+                )
+        return Observation(
+            task_x=x,
+            edge_index=self.edge_index,
+            node_x=node_x,
+            node_history=hist,
+            candidates=cands,
+            pair_x=pair_x,
+            global_x=self._global(sim, rs, run, up_now, used_cpu),
+            legal=legal,
+            wait_legal=self._wait_legal(sim, legal, est_finish),
+            wake_s=rs.wake_s,
+            est_start_s=est_start,
+            est_finish_s=est_finish,
+        )
+
+    def decision(self, sim: Simulator, rs: ReadyState | None = None) -> DecisionInputs:
+        """What the policy's inference path reads now: `build`'s numbers less the static task columns and
+        the pair features of illegal pairs (see `DecisionInputs`). Same side effects on the history as `build`."""
+        rs = rs if rs is not None else self.ready_state(sim)
+        m = self.cp.n_nodes
+        cands, legal, arrival = self._candidates(rs)
+        run, run_node, run_end = self._running(sim)
+        task_dyn = self._task_dynamic(sim, cands, run, run_end)
+        node_x, util, up_now, used_cpu = self._nodes(sim, run_node, run_end)
+        hist = self._history(sim.now, util)
+
+        flat = np.flatnonzero(legal)
+        rows, cols = np.divmod(flat, m)
+        pair_x = np.zeros((0, len(PAIR_FEATURES)), dtype=np.float32)
+        est_finish = np.zeros((len(cands), m))
+        if len(cands):
+            with np.errstate(invalid="ignore"):  # as in build
+                times = self._pair_times(sim, cands, arrival)
+                est_finish = times.finish
+                if len(flat):
+                    t = cands[rows]
+                    share = self._transfer_share(sim, cands)[rows, cols]
+                    pair_x = self._pair_columns(
+                        sim,
+                        times.at(rows, cols),
+                        np.ones(len(flat)),
+                        arrival[rows, cols],
+                        share,
+                        times.best[rows],
+                        times.avail[cols],
+                        times.cost_max[rows],
+                        sim.avoid_node[t] == cols,
+                    )
+        return DecisionInputs(
+            task_dyn=task_dyn,
+            node_x=node_x,
+            node_history=hist,
+            candidates=cands,
+            legal=legal,
+            legal_pairs=flat,
+            pair_x=pair_x,
+            global_x=self._global(sim, rs, run, up_now, used_cpu),
+            wait_legal=self._wait_legal(sim, legal, est_finish),
+            wake_s=rs.wake_s,
+        )
+
+    # ---- parts of a decision state ------------------------------------------------------
+
+    def _candidates(self, rs: ReadyState) -> tuple[IntArray, BoolArray, FloatArray]:
+        """Offered tasks (startable first, then upward rank, then topological position), their legal rows, arrivals."""
         startable = rs.legal.any(axis=1)
         order = np.lexsort((self.topo_pos[rs.ready], -self.rank_u[rs.ready], ~startable))[: self.max_candidates]
-        cands = rs.ready[order]
-        legal = rs.legal[order]
-        arrival = rs.arrival_s[order]
-        k = len(cands)
+        return rs.ready[order], rs.legal[order], rs.arrival_s[order]
 
-        # running tasks and their predicted ends (the view sim.predicted_end_s gives, vectorised)
+    def _running(self, sim: Simulator) -> tuple[IntArray, IntArray, FloatArray]:
+        """Running tasks, their nodes and predicted ends (the view sim.predicted_end_s gives, vectorised)."""
         run = np.fromiter(sim.running.keys(), dtype=np.int64, count=len(sim.running))
         run_node = sim.node_of[run]
-        run_end = np.maximum(sim.start_s[run] + cp.exec_s[run, run_node] * sim.slow_factor[run_node], now)
+        run_end = np.maximum(sim.start_s[run] + self.cp.exec_s[run, run_node] * sim.slow_factor[run_node], sim.now)
+        return run, run_node, run_end
 
-        # ---- tasks
-        status = sim.status
-        x = np.empty((n, len(TASK_FEATURES)), dtype=np.float32)
-        ns = len(TASK_STATIC)
-        x[:, :ns] = self.task_static
-        x[:, ns : ns + 4] = np.eye(4, dtype=np.float32)[status]
+    def _task_dynamic(
+        self, sim: Simulator, cands: IntArray, run: IntArray, run_end: FloatArray
+    ) -> npt.NDArray[np.float32]:
+        """The TASK_DYNAMIC columns of every task, (n, 8)."""
+        n, s, now = self.cp.n_tasks, self.scale_s, sim.now
+        out = np.empty((n, len(TASK_DYNAMIC)), dtype=np.float32)
+        out[:, :4] = _STATE_ONE_HOT[sim.status]
         cand_flag = np.zeros(n)
         cand_flag[cands] = 1.0
         remaining = np.zeros(n)
@@ -350,16 +500,21 @@ class FeatureBuilder:
                 (self.deadline_s - now) / s,
             ]
         )
-        x[:, ns + 4 :] = np.clip(dyn, -clip, clip)
+        out[:, 4:] = np.clip(dyn, -FEATURE_CLIP, FEATURE_CLIP)
+        return out
 
-        # ---- nodes
+    def _nodes(
+        self, sim: Simulator, run_node: IntArray, run_end: FloatArray
+    ) -> tuple[npt.NDArray[np.float32], FloatArray, BoolArray, FloatArray]:
+        """Node features (m, F_n), and the cpu utilisation, up-now flags and used cpu they came from."""
+        m, s, now, clip = self.cp.n_nodes, self.scale_s, sim.now, FEATURE_CLIP
         cpu_cap = self.cap[:, 0]
         used_cpu = cpu_cap - sim.free[:, 0]
         util = used_cpu / cpu_cap
         up_now = sim.node_up & ~(sim.node_available_s > now)
         boot_wait = np.where(sim.node_up, np.maximum(sim.node_available_s - now, 0.0) / s, clip)
         busy_until = np.zeros(m)
-        if len(run):
+        if len(run_node):
             np.maximum.at(busy_until, run_node, (run_end - now) / s)
         n_running = np.bincount(run_node, minlength=m).astype(np.float64)
         self._note_opened(sim, run_node)
@@ -380,72 +535,45 @@ class FeatureBuilder:
                 self._opened.astype(np.float64),
             ]
         )
-        node_x = np.clip(nodes, -clip, clip).astype(np.float32)
-        hist = self._history(now, util)
+        return np.clip(nodes, -clip, clip).astype(np.float32), util, up_now, used_cpu
 
-        # ---- pairs
-        pair_x = np.zeros((k, m, len(PAIR_FEATURES)), dtype=np.float32)
-        est_start = est_finish = np.zeros((k, m))
-        if k:
-            with np.errstate(invalid="ignore"):  # inf - inf where a node can never take a task: clipped below
-                pair_x, est_start, est_finish = self._pairs(sim, cands, legal, arrival, run, run_node, run_end)
+    def _global(
+        self, sim: Simulator, rs: ReadyState, run: IntArray, up_now: BoolArray, used_cpu: FloatArray
+    ) -> npt.NDArray[np.float32]:
+        s, n_f = self.scale_s, float(self.cp.n_tasks)
+        not_done = sim.status != DONE
+        glob = np.array(
+            [
+                (sim.now - self.t0_s) / s,
+                float(sim.n_done) / n_f,
+                len(rs.ready) / n_f,
+                len(run) / n_f,
+                np.log1p(n_f) / 8.0,
+                np.log1p(float(self.cp.n_nodes)) / 5.0,
+                float(up_now.mean()),
+                float(self.rank_fast[not_done].max(initial=0.0)) / s,
+                float(self.work_share_s[not_done].sum()) / s,
+                float(used_cpu.sum() / self.cap[:, 0].sum()),
+            ]
+        )
+        return np.clip(glob, -FEATURE_CLIP, FEATURE_CLIP).astype(np.float32)
 
-        # ---- wait: only where time can advance and waiting can help
-        can_advance = sim.can_advance
+    @staticmethod
+    def _wait_legal(sim: Simulator, legal: BoolArray, est_finish: FloatArray) -> bool:
+        """Wait is legal only where time can advance and waiting can help (a later pair finishes sooner)."""
         any_legal = bool(legal.any())
         helpful = False
         if any_legal:
             best_legal = np.where(legal, est_finish, np.inf).min(axis=1)
             best_later = np.where(~legal, est_finish, np.inf).min(axis=1)
             helpful = bool(np.any(legal.any(axis=1) & (best_later < best_legal - _EPS)))
-        wait_legal = can_advance and (not any_legal or helpful) and not sim.done
-
-        # ---- global
-        not_done = status != DONE
-        n_f = float(n)
-        glob = np.array(
-            [
-                (now - self.t0_s) / s,
-                float(sim.n_done) / n_f,
-                len(rs.ready) / n_f,
-                len(run) / n_f,
-                np.log1p(n_f) / 8.0,
-                np.log1p(float(m)) / 5.0,
-                float(up_now.mean()),
-                float(self.rank_fast[not_done].max(initial=0.0)) / s,
-                float(self.work_share_s[not_done].sum()) / s,
-                float(used_cpu.sum() / cpu_cap.sum()),
-            ]
-        )
-        return Observation(
-            task_x=x,
-            edge_index=self.edge_index,
-            node_x=node_x,
-            node_history=hist,
-            candidates=cands,
-            pair_x=pair_x,
-            global_x=np.clip(glob, -clip, clip).astype(np.float32),
-            legal=legal,
-            wait_legal=wait_legal,
-            wake_s=rs.wake_s,
-            est_start_s=est_start,
-            est_finish_s=est_finish,
-        )
+        return sim.can_advance and (not any_legal or helpful) and not sim.done
 
     # ---- helpers ----------------------------------------------------------------------
 
-    def _pairs(
-        self,
-        sim: Simulator,
-        cands: IntArray,
-        legal: BoolArray,
-        arrival: FloatArray,
-        run: IntArray,
-        run_node: IntArray,
-        run_end: FloatArray,
-    ) -> tuple[npt.NDArray[np.float32], FloatArray, FloatArray]:
-        """Pair features (k, m, F_p) and estimated start and finish times (k, m) of the candidates on every node."""
-        cp, m, s, now, clip = self.cp, self.cp.n_nodes, self.scale_s, sim.now, FEATURE_CLIP
+    def _pair_times(self, sim: Simulator, cands: IntArray, arrival: FloatArray) -> _PairTimes:
+        """Estimated start and finish (k, m) of the candidates on every node, and what the pair features need."""
+        cp, now = self.cp, sim.now
         req = self.req[cands]
         room_s = sim.room_times(req)  # (k, m)
         avail = np.where(sim.node_up, np.maximum(sim.node_available_s, now), np.inf)
@@ -454,27 +582,50 @@ class FeatureBuilder:
         start = np.where(fits, np.maximum(start, now), np.inf)
         exec_s = cp.exec_s[cands]
         est_finish = start + exec_s
-        best = est_finish.min(axis=1, keepdims=True)
         cost = exec_s * cp.price_per_hour[None, :]
-        cost_max = np.where(fits, cost, 0.0).max(axis=1, keepdims=True)
+        return _PairTimes(
+            start=start,
+            finish=est_finish,
+            exec_s=exec_s,
+            room_s=room_s,
+            fits=fits,
+            cost=cost,
+            best=est_finish.min(axis=1),
+            avail=avail,
+            cost_max=np.where(fits, cost, 0.0).max(axis=1),
+        )
+
+    def _pair_columns(
+        self,
+        sim: Simulator,
+        p: _PairTimes,
+        can_start: FloatArray,
+        arrival: FloatArray,
+        share: FloatArray,
+        best: FloatArray,
+        avail: FloatArray,
+        cost_max: FloatArray,
+        overran: BoolArray,
+    ) -> npt.NDArray[np.float32]:
+        """PAIR_FEATURES stacked on a new last axis, element-wise over the pairs given (a (k, m) grid or a list)."""
+        s, now, clip = self.scale_s, sim.now, FEATURE_CLIP
         pair = np.stack(
             [
-                (start - now) / s,
-                (est_finish - now) / s,
-                exec_s / s,
+                (p.start - now) / s,
+                (p.finish - now) / s,
+                p.exec_s / s,
                 np.maximum(arrival - now, 0.0) / s,
-                self._transfer_share(sim, cands),
-                legal.astype(np.float64),
-                np.where(np.isfinite(best), est_finish - best, np.inf) / s,
-                (np.maximum(room_s, avail[None, :]) - now) / s,
-                np.divide(cost, cost_max, out=np.zeros_like(cost), where=cost_max > 0),
-                fits.astype(np.float64),
-                (sim.avoid_node[cands][:, None] == np.arange(m)[None, :]).astype(np.float64),
+                share,
+                can_start,
+                np.where(np.isfinite(best), p.finish - best, np.inf) / s,
+                (np.maximum(p.room_s, avail) - now) / s,
+                np.divide(p.cost, cost_max, out=np.zeros_like(p.cost), where=cost_max > 0),
+                p.fits.astype(np.float64),
+                overran.astype(np.float64),
             ],
-            axis=2,
+            axis=-1,
         )
-        pair_x = np.clip(np.nan_to_num(pair, nan=clip, posinf=clip), -clip, clip).astype(np.float32)
-        return pair_x, start, est_finish
+        return np.clip(np.nan_to_num(pair, nan=clip, posinf=clip), -clip, clip).astype(np.float32)
 
     def _transfer_share(self, sim: Simulator, cands: IntArray) -> FloatArray:
         """Per (candidate, node): share of the candidate's input bytes produced on other nodes."""
@@ -488,8 +639,7 @@ class FeatureBuilder:
         edges = np.repeat(lo - np.cumsum(np.r_[0, lens[:-1]]), lens) + np.arange(lens.sum())
         data = cp.pred_data[edges]
         src = sim.node_of[cp.pred_idx[edges]]
-        on_node = np.zeros((len(cands), m))
-        np.add.at(on_node, (rows, src), data)
+        on_node = np.bincount(rows * m + src, data, minlength=len(cands) * m).reshape(len(cands), m)
         total = np.bincount(rows, data, minlength=len(cands))[:, None]
         np.divide(total - on_node, total, out=out, where=total > 0)
         return out

@@ -25,7 +25,7 @@ class Scheduler(ABC):
     """Base of every policy: `reset` once per run, `decide` at each decision point."""
 
     name: ClassVar[str] = "base"
-    uses_seed: ClassVar[bool] = True
+    uses_seed: bool = True
     """False only where the run seed cannot change a decision (no rng, no sampling): then, in a mode
     without hidden randomness, one run stands for every seed and the benchmark runs it once."""
 

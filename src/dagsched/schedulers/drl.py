@@ -1,14 +1,17 @@
 """DRL: the learned GNN policy (dagsched.rl) behind the common scheduler interface.
 
-What it does: at each decision point it builds the observation of the live state at its exact
-sizes (no padding), masks illegal (task, node) pairs before the softmax, and picks pairs one at a
-time at the same instant (greedy argmax by default, or sampled with a temperature) until it
-chooses to wait or no pair is legal. The environment `dagsched/Scheduling-v0` it was trained in
-has the same semantics: candidates are the top-K ready tasks (startable first, then upward rank,
-then topological position), and after each start the state is observed again.
+What it does: at each decision point it reads the live state at its exact sizes (no padding;
+`FeatureBuilder.decision` into `PolicyInference`, which is made once per plan), masks illegal
+(task, node) pairs before the softmax, and picks pairs one at a time at the same instant (greedy
+argmax by default, or sampled with a temperature) until it chooses to wait or no pair is legal.
+The environment `dagsched/Scheduling-v0` it was trained in has the same semantics: candidates
+are the top-K ready tasks (startable first, then upward rank, then topological position), and
+after each start the state is observed again.
 Source: Decima (Mao et al., SIGCOMM 2019) for the (task, node) action over a graph embedding;
 GCNScheduler (Kiamari and Krishnamachari, 2022) for the imitation warm start from HEFT.
-Complexity: one GNN forward per pick, O((v + e) h^2 + K m h) with h the embedding width.
+Complexity: one GNN forward per pick, O((v + e) h^2 + L h^2) with h the embedding width and L <= K m the
+legal pairs (the inference path scores only those; `fast=False` runs the reference path, which scores all
+K m pairs through PyG: same logits within 1e-5, same plans, several times slower).
 Tie-breaks: argmax takes the lowest action index among equal logits (lowest candidate slot, then
 lowest node index); wait is the last action.
 Departures: later picks at one instant are observed on `sim.fork()` (the live simulator stays
@@ -65,7 +68,11 @@ def load_cached_policy(path: str | os.PathLike[str] | None = None) -> Any:
 
 @register
 class DRLScheduler(Scheduler):
-    """The learned policy, greedy by default (temperature > 0 with greedy=False samples)."""
+    """The learned policy, greedy by default (temperature > 0 with greedy=False samples).
+
+    `fast=False` runs the reference path (`FeatureBuilder.build` + `forward_single` through PyG) instead
+    of the inference path; both make the same plans (tests/schedulers/test_drl.py).
+    """
 
     name = "drl"
 
@@ -76,6 +83,7 @@ class DRLScheduler(Scheduler):
         greedy: bool = True,
         temperature: float = 1.0,
         max_candidates: int = 16,
+        fast: bool = True,
     ) -> None:
         import torch  # here, not at module level: importing the scheduler registry must stay light
 
@@ -84,19 +92,23 @@ class DRLScheduler(Scheduler):
         self.policy = policy if policy is not None else load_cached_policy(policy_path)
         self.policy.eval()
         self.greedy = greedy
+        self.uses_seed = not greedy  # argmax never reads the seed; sampling does
         self.temperature = temperature
         self.max_candidates = max_candidates
+        self.fast = fast
         self._warm = False
 
     def reset(self, cp: CompiledProblem, sim: Simulator, seed: int = 0) -> None:
         import torch
 
         from dagsched.rl.features import FeatureBuilder
+        from dagsched.rl.policy import PolicyInference
 
         super().reset(cp, sim, seed)
         self.builder = FeatureBuilder(cp, sim.classic, self.max_candidates, self.policy.config.history_len)
         self.generator = torch.Generator().manual_seed(int(seed))
-        if not self._warm:  # torch's first forward pays one-off set-up costs: keep them out of decision latency
+        self.inference = PolicyInference(self.policy, self.builder) if self.fast else None
+        if not self._warm and not self.fast:  # torch's first forward pays one-off set-up costs: not in decision latency
             rs = self.builder.ready_state(sim)
             if rs.any_legal:
                 with torch.inference_mode():
@@ -104,11 +116,15 @@ class DRLScheduler(Scheduler):
                 self._warm = True
 
     def _pick(self, obs: Any) -> int:
-        """Index into the unpadded action layout (k * m pairs, then wait)."""
+        """Index into the unpadded action layout (k * m pairs, then wait) of an Observation or DecisionInputs."""
         import torch
 
+        if self.inference is not None:
+            scores = self.inference.logits(obs)
+            if self.greedy:
+                return int(np.argmax(scores))  # the first of equal maxima, as torch.argmax
         with torch.inference_mode():
-            logits, _ = self.policy.forward_single(obs)
+            logits = torch.from_numpy(scores) if self.inference is not None else self.policy.forward_single(obs)[0]
             if self.greedy:
                 return int(torch.argmax(logits))
             probs = torch.softmax(logits / max(self.temperature, 1e-6), dim=0)
@@ -124,7 +140,7 @@ class DRLScheduler(Scheduler):
             if not rs.any_legal:
                 wake = rs.wake_s
                 break
-            obs = builder.build(view, rs)
+            obs = builder.decision(view, rs) if self.inference is not None else builder.build(view, rs)
             a = self._pick(obs)
             mask = obs.action_mask()
             if not mask[a]:  # cannot happen: illegal logits are MASK_LOGIT
