@@ -1,18 +1,29 @@
-"""Service throughput: plans/s and latency p50/p99, extender prioritize calls/s, server memory.
+"""Service throughput: plans/s and latency p50/p99 (HEFT and the learned policy), extender prioritize calls/s, memory.
 
-A real uvicorn (one process, `dagsched.service.cli serve`) on loopback, called by one httpx
-client in bounded loops. Workload: a 20-task `layered` workflow on the 16-node `hetero-16`
-cluster, planned with HEFT and with the learned policy (the shipped model when present, else a
-random tiny policy: its figures then measure the machinery, not a trained network).
-Prints figures; asserts nothing about wall-clock time (the machine is shared).
+A real server (`python -m dagsched.service.cli serve`, `--workers` processes) on loopback, called
+by `--concurrency` client processes, each with one keep-alive connection (stdlib `http.client`,
+whose own cost per call is a fraction of httpx's, so the figures are mostly the server's).
+Workload: a 20-task `layered` workflow on the 16-node `hetero-16` cluster, planned with HEFT and
+with the learned policy (the shipped model when present, else a random policy of the default
+architecture: its figures then measure the machinery, not a trained network); then kube-scheduler's
+`prioritize` for one of its pods; then RSS of the server's processes over `--memory-requests` more
+prioritize calls, read five times along the way (flat memory means the last readings do not climb).
 
-Run: .venv/bin/python benchmarks/bench_service.py [--plans 200] [--prioritize 2000] [--memory-requests 5000]
-(the issue's memory figure is after 100,000 requests: --memory-requests 100000)
+Prints figures; asserts nothing about wall-clock time (the machine is shared: compare figures
+measured side by side in one sitting, e.g. this tree's server against another's with `--server-src`).
+
+Run:  .venv/bin/python benchmarks/bench_service.py [--plans 300] [--prioritize 3000] [--memory-requests 5000]
+      [--workers 1] [--concurrency 1] [--server-src OTHER_TREE/src]
+The issue's memory figure is after 100,000 requests: --memory-requests 100000.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import http.client
+import json
+import multiprocessing as mp
 import os
 import socket
 import statistics
@@ -21,8 +32,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-import httpx
+from typing import Any
 
 from dagsched.service.demo import extender_args, sample_nodes, sample_workflow
 
@@ -40,6 +50,35 @@ def _rss_mib(pid: int) -> float:
     return float("nan")
 
 
+def _tree(pid: int) -> list[int]:
+    """pid and its descendants (the `--workers` processes and uvicorn's helpers)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            children = task / "children"
+            if children.exists():
+                todo.extend(int(c) for c in children.read_text().split())
+    return out
+
+
+def _server_rss(pid: int) -> tuple[float, list[float]]:
+    """Total RSS of the server's processes in MiB, and each one's (the largest first)."""
+    each = sorted((_rss_mib(p) for p in _tree(pid)), reverse=True)
+    return sum(each), each
+
+
+def _server_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) the server's processes have used: on a shared machine a steadier
+    measure of the server's cost per call than wall-clock rates."""
+    total = 0
+    for p in _tree(pid):
+        fields = Path(f"/proc/{p}/stat").read_text().rpartition(")")[2].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def _policy(tmp: Path) -> tuple[Path, str]:
     from dagsched.service.settings import DEFAULT_MODEL
 
@@ -54,75 +93,143 @@ def _policy(tmp: Path) -> tuple[Path, str]:
     return tmp / "random", "random weights, default architecture (no shipped model yet)"
 
 
-def _timed(client: httpx.Client, n: int, method: str, path: str, body: object) -> list[float]:
+class _Client:
+    """One keep-alive HTTP/1.1 connection that POSTs pre-encoded JSON."""
+
+    def __init__(self, port: int) -> None:
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+
+    def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        self.conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+        r = self.conn.getresponse()
+        return r.status, r.read()
+
+
+def _calls(port: int, path: str, body: bytes, n: int) -> tuple[list[float], float, float, int]:
+    """n sequential calls on one connection: their latencies, when the first began and the last ended, and how
+    many answers were HEFT standing in for the asked scheduler (`"fallback":true`)."""
+    client = _Client(port)
     lat = []
+    fallbacks = 0
+    began = time.perf_counter()
     for _ in range(n):
         t0 = time.perf_counter()
-        r = client.request(method, path, json=body)
+        status, text = client.post(path, body)
         lat.append(time.perf_counter() - t0)
-        r.raise_for_status()
-    return lat
+        if status != 200:
+            raise RuntimeError(f"{path}: HTTP {status}: {text[:300]!r}")
+        fallbacks += b'"fallback":true' in text
+    return lat, began, time.perf_counter(), fallbacks
 
 
-def _report(label: str, lat: list[float]) -> None:
+def _load(pool: Any, port: int, path: str, body: bytes, n: int, concurrency: int) -> tuple[list[float], float, int]:
+    """n calls spread over `concurrency` client processes: all latencies, the calls per second overall, fallbacks."""
+    if concurrency == 1:
+        lat, began, ended, fallbacks = _calls(port, path, body, n)
+        return lat, n / (ended - began), fallbacks
+    shares = [n // concurrency + (i < n % concurrency) for i in range(concurrency)]
+    parts = pool.starmap(_calls, [(port, path, body, k) for k in shares])
+    lat = [x for part in parts for x in part[0]]
+    return lat, n / (max(p[2] for p in parts) - min(p[1] for p in parts)), sum(p[3] for p in parts)
+
+
+def _timed(label: str, pool: Any, pid: int, port: int, path: str, body: bytes, n: int, concurrency: int) -> str:
+    """`_load` with the server's CPU time over it: the figures' line."""
+    cpu0 = _server_cpu_s(pid)
+    lat, rate, fallbacks = _load(pool, port, path, body, n, concurrency)
+    cpu_s = _server_cpu_s(pid) - cpu0
     q = statistics.quantiles(lat, n=100, method="inclusive")
-    print(
-        f"{label:<34} {len(lat) / sum(lat):8.1f} req/s   p50 {q[49] * 1e3:7.2f} ms   p99 {q[98] * 1e3:7.2f} ms"
-        f"   (n={len(lat)})"
+    fell = f", {fallbacks} fell back to HEFT" if fallbacks else ""
+    return (
+        f"{label:<34} {rate:8.1f} /s   p50 {q[49] * 1e3:7.2f} ms   p99 {q[98] * 1e3:7.2f} ms   "
+        f"server CPU {cpu_s / len(lat) * 1e3:6.2f} ms/call   (n={len(lat)}{fell})"
     )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--plans", type=int, default=200, help="plans per scheduler")
-    parser.add_argument("--prioritize", type=int, default=2000, help="extender prioritize calls")
-    parser.add_argument("--memory-requests", type=int, default=5000, help="prioritize calls between RSS readings")
+    parser.add_argument("--plans", type=int, default=300, help="timed plans per scheduler")
+    parser.add_argument("--prioritize", type=int, default=3000, help="timed extender prioritize calls")
+    parser.add_argument(
+        "--memory-requests", type=int, default=5000, help="prioritize calls over which RSS is read (issue: 100000)"
+    )
+    parser.add_argument("--workers", type=int, default=1, help="server worker processes (`serve --workers`)")
+    parser.add_argument("--concurrency", type=int, default=1, help="client processes calling at once")
+    parser.add_argument("--schedulers", default="heft,drl", help="comma-separated schedulers to time")
+    parser.add_argument(
+        "--server-src", type=Path, default=None, help="run the server from another source tree (a before/after run)"
+    )
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp_s:
+    nodes = sample_nodes(0)
+    wf = sample_workflow(0, n_tasks=20)
+    pool_cm = mp.get_context("spawn").Pool(args.concurrency) if args.concurrency > 1 else contextlib.nullcontext()
+    with tempfile.TemporaryDirectory() as tmp_s, pool_cm as pool:
         tmp = Path(tmp_s)
         stem, model_note = _policy(tmp)
         port = _free_port()
         env = dict(os.environ, DAGSCHED_MODEL_DIR=str(tmp / "models"), DAGSCHED_ENVIRONMENT="bench")
+        if args.server_src is not None:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(args.server_src.resolve()), env.get("PYTHONPATH")]))
         cmd = [
             sys.executable, "-m", "dagsched.service.cli", "serve", "--port", str(port), "--log-level", "warning",
             "--store", f"sqlite:///{tmp / 'bench.sqlite'}", "--model", str(stem),
         ]  # fmt: skip
+        if args.workers > 1:
+            cmd += ["--workers", str(args.workers)]
         proc = subprocess.Popen(cmd, env=env)
-        base = f"http://127.0.0.1:{port}"
         try:
-            with httpx.Client(base_url=base, timeout=60) as client:
-                for _ in range(300):
-                    try:
-                        client.get("/healthz").raise_for_status()
+            deadline = time.monotonic() + 180
+            while True:
+                try:
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                    conn.request("GET", "/healthz")
+                    if conn.getresponse().status == 200:
                         break
-                    except httpx.HTTPError:
-                        time.sleep(0.2)
-                nodes = sample_nodes(0)
-                wf = sample_workflow(0, n_tasks=20)
-                print(f"workload: 20-task {wf['name']} on 16 nodes (hetero-16); policy: {model_note}")
-                for sched in ("heft", "drl"):
-                    body = {"workflow": wf, "nodes": nodes, "scheduler": sched}
-                    first = client.post("/v1/schedule", json=body).json()
-                    _timed(client, 5, "POST", "/v1/schedule", body)  # warm-up
-                    lat = _timed(client, args.plans, "POST", "/v1/schedule", body)
-                    fb = f", fell back: {first['fallback_reason']}" if first["fallback"] else ""
-                    _report(f"/v1/schedule {sched} (makespan {first['makespan']:.0f} s{fb})", lat)
-                ext = extender_args(nodes, wf["name"], wf["tasks"][0]["id"])
-                _timed(client, 50, "POST", "/v1/k8s/prioritize", ext)
-                _report(
-                    "/v1/k8s/prioritize (16 nodes)", _timed(client, args.prioritize, "POST", "/v1/k8s/prioritize", ext)
-                )
-                rss0 = _rss_mib(proc.pid)
-                t0 = time.perf_counter()
-                _timed(client, args.memory_requests, "POST", "/v1/k8s/prioritize", ext)
-                rss1 = _rss_mib(proc.pid)
-                print(
-                    f"server RSS {rss0:.1f} MiB -> {rss1:.1f} MiB after {args.memory_requests} more requests "
-                    f"({time.perf_counter() - t0:.1f} s)"
-                )
+                except OSError:
+                    pass
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("the server did not start")
+                time.sleep(0.2)
+            print(
+                f"workload: 20-task {wf['name']} on 16 nodes (hetero-16); policy: {model_note}; "
+                f"server: {args.server_src or 'this tree'}, {args.workers} worker(s); "
+                f"{args.concurrency} client process(es)"
+            )
+            warm = 10 * max(args.workers, args.concurrency)
+            for sched in args.schedulers.split(","):
+                body = json.dumps({"workflow": wf, "nodes": nodes, "scheduler": sched}).encode()
+                status, text = _Client(port).post("/v1/schedule", body)
+                if status != 200:
+                    raise SystemExit(f"/v1/schedule {sched}: HTTP {status}: {text[:300]!r}")
+                first = json.loads(text)
+                _load(pool, port, "/v1/schedule", body, warm, args.concurrency)
+                if first["fallback"]:
+                    print(f"  the first {sched} plan fell back to HEFT: {first['fallback_reason']}")
+                label = f"/v1/schedule {sched} (makespan {first['makespan']:.0f} s)"
+                print(_timed(label, pool, proc.pid, port, "/v1/schedule", body, args.plans, args.concurrency))
+            ext = json.dumps(extender_args(nodes, wf["name"], wf["tasks"][0]["id"])).encode()
+            _load(pool, port, "/v1/k8s/prioritize", ext, 50 * max(args.workers, args.concurrency), args.concurrency)
+            label = "/v1/k8s/prioritize (16 nodes)"
+            print(_timed(label, pool, proc.pid, port, "/v1/k8s/prioritize", ext, args.prioritize, args.concurrency))
+            total, each = _server_rss(proc.pid)
+            readings = [f"{total:.1f}"]
+            t0 = time.perf_counter()
+            step = max(args.memory_requests // 4, 1)
+            done = 0
+            while done < args.memory_requests:
+                k = min(step, args.memory_requests - done)
+                _load(pool, port, "/v1/k8s/prioritize", ext, k, args.concurrency)
+                done += k
+                total, each = _server_rss(proc.pid)
+                readings.append(f"{total:.1f}")
+            print(
+                f"server RSS (MiB, all processes) at 0, 1/4 ... 4/4 of {args.memory_requests} more prioritize calls: "
+                f"{' -> '.join(readings)}   ({time.perf_counter() - t0:.1f} s; per process now: "
+                f"{', '.join(f'{x:.0f}' for x in each)})"
+            )
         finally:
             proc.terminate()
-            proc.wait(timeout=20)
+            proc.wait(timeout=30)
 
 
 if __name__ == "__main__":

@@ -22,15 +22,14 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def server(tmp_path: Path, policy_stem: Path):
+def _serve(tmp_path: Path, policy_stem: Path, *extra: str):
     port = _free_port()
     config = tmp_path / "config.yaml"
     config.write_text("temperature: 0\n")
     env = dict(os.environ, DAGSCHED_API_TOKEN=TOKEN, DAGSCHED_MODEL_DIR=str(tmp_path / "models"))
     store = f"sqlite:///{tmp_path / 's.sqlite'}"
     cmd = [sys.executable, "-m", "dagsched.service.cli", "serve", "--port", str(port), "--config", str(config),
-           "--store", store, "--model", str(policy_stem), "--log-level", "warning"]  # fmt: skip
+           "--store", store, "--model", str(policy_stem), "--log-level", "warning", *extra]  # fmt: skip
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -48,9 +47,19 @@ def server(tmp_path: Path, policy_stem: Path):
     yield base, proc, config
     proc.terminate()
     try:
-        proc.wait(timeout=10)
+        proc.wait(timeout=20)
     except subprocess.TimeoutExpired:
         proc.kill()
+
+
+@pytest.fixture
+def server(tmp_path: Path, policy_stem: Path):
+    yield from _serve(tmp_path, policy_stem)
+
+
+@pytest.fixture
+def two_workers(tmp_path: Path, policy_stem: Path):
+    yield from _serve(tmp_path, policy_stem, "--workers", "2")
 
 
 def test_real_server_plans_and_reloads_on_sighup(server) -> None:
@@ -78,3 +87,22 @@ def test_real_server_plans_and_reloads_on_sighup(server) -> None:
             time.sleep(0.1)
         assert c.get("/v1/config").json()["shadow"] == "heft"
         assert c.get("/v1/model").json()["version"] == "tiny-v1"
+
+
+def test_two_workers_plan_and_all_reload_on_sighup(two_workers) -> None:
+    """`serve --workers 2`: plans are served and stored (HEFT makespan 10, readable back); SIGHUP to the parent
+    reaches every worker: all answers after it show the new temperature."""
+    base, proc, config = two_workers
+    with httpx.Client(base_url=base, timeout=30) as c:
+        plan = c.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes(), "scheduler": "heft"}).json()
+        assert plan["makespan"] == pytest.approx(10.0)
+        assert c.get(f"/v1/plans/{plan['plan_id']}").json()["plan_id"] == plan["plan_id"]
+        config.write_text("temperature: 0.5\n")
+        proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            # new connections each time, so the kernel spreads them over both workers
+            if all(httpx.get(f"{base}/v1/config").json()["temperature"] == 0.5 for _ in range(12)):
+                break
+            time.sleep(0.2)
+        assert all(httpx.get(f"{base}/v1/config").json()["temperature"] == 0.5 for _ in range(12))

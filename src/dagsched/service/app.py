@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 from collections.abc import AsyncIterator
@@ -38,6 +39,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         state = ServiceState(settings)
         app.state.service = state
+        # Everything built so far (modules, the policy, caches) lives as long as the process: move it out
+        # of the collector's sight, so a full collection walks only what requests left behind. Without
+        # this, one collection of the ~400k start-up objects took 0.2 to 0.3 s (a p99 spike).
+        gc.collect()
+        gc.freeze()
         try:
             asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, state.reload_config)
         except (NotImplementedError, RuntimeError, ValueError):
@@ -48,6 +54,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
             state.store.close()
+            gc.unfreeze()  # several apps in one process (tests): let the collector see this one's garbage again
 
     app = FastAPI(
         title="dagsched",
@@ -62,6 +69,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         max_upload=settings.max_upload_bytes,
         metrics=_LazyMetrics(app),
     )
-    for module in (schedule, plans, events, model, config, k8s, shadow, health):
+    # routes are matched in this order: the hot ones (extender calls, plans) first
+    for module in (k8s, schedule, plans, events, model, config, shadow, health):
         app.include_router(module.router)
     return app

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -25,11 +26,19 @@ def serve(
     ] = None,
     model: Annotated[Path | None, typer.Option("--model", help="policy path stem (.safetensors + .json)")] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level")] = "info",
+    workers: Annotated[
+        int, typer.Option("--workers", min=1, help="worker processes on the one port (each loads the policy)")
+    ] = 1,
 ) -> None:
     """Serve plans over HTTP (FastAPI + uvicorn): /v1/schedule, model hot swap, Kubernetes extender, metrics.
 
     Mutating routes need `Authorization: Bearer $DAGSCHED_API_TOKEN`. Other settings come from
     DAGSCHED_* environment variables (see dagsched.service.settings).
+
+    `--workers N` runs N processes on one port (the service keeps nothing per request that another
+    worker needs: plans and decisions are in the store); SIGHUP to the parent makes every worker
+    re-read the config. A weights upload reaches one worker: upload to each, or restart them.
+    uvloop and httptools are used when installed (`uvicorn[standard]`).
     """
     import uvicorn
 
@@ -58,7 +67,58 @@ def serve(
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if settings.api_token is None:
         logging.getLogger("dagsched.service").warning("DAGSCHED_API_TOKEN is not set: mutating routes are disabled")
-    uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level, access_log=False)
+    if workers == 1:
+        uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level, access_log=False)
+        return
+    # Each worker is a fresh process that builds its app from the environment: hand the flags on there.
+    for name, value in overrides.items():
+        os.environ[f"DAGSCHED_{name.upper()}"] = str(value)
+    os.environ[_LOG_LEVEL_ENV] = log_level
+    os.environ[_WORKERS_ENV] = str(workers)
+    config = uvicorn.Config(
+        "dagsched.service.cli:worker_app",
+        factory=True,
+        host=host,
+        port=port,
+        log_level=log_level,
+        access_log=False,
+        workers=workers,
+    )
+    _run_workers(config)
+
+
+_LOG_LEVEL_ENV = "DAGSCHED_SERVE_LOG_LEVEL"
+_WORKERS_ENV = "DAGSCHED_SERVE_WORKERS"
+
+
+def worker_app() -> Any:
+    """The app of one `serve --workers N` process (settings from the environment the parent set)."""
+    logging.basicConfig(
+        level=os.environ.get(_LOG_LEVEL_ENV, "info").upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:  # N processes share the cores: one intra-op thread pool each, sized to its share
+        import torch
+
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(os.environ.get(_WORKERS_ENV, "1"))))
+    except ImportError:
+        pass
+    from dagsched.service.app import create_app
+
+    return create_app()
+
+
+def _run_workers(config: Any) -> None:
+    """uvicorn's process supervisor, except that SIGHUP goes on to every worker (each re-reads the config
+    in place and keeps its policy) where uvicorn would replace the workers."""
+    from uvicorn.supervisors import Multiprocess
+
+    class Workers(Multiprocess):
+        def handle_hup(self) -> None:
+            for process in self.processes:
+                if process.pid is not None:
+                    os.kill(process.pid, signal.SIGHUP)
+
+    Workers(config, sockets=[config.bind_socket()]).run()
 
 
 def register(app: typer.Typer) -> None:

@@ -25,6 +25,7 @@ passes every name through, prioritize scores the planned node 10 and the others 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from dagsched.service.rules import Rule, failing_rule
@@ -43,14 +44,34 @@ class ExtenderInputError(ValueError):
     """A malformed ExtenderArgs; its message names the field."""
 
 
-def quantity(value: Any, field: str) -> float:
-    """A Kubernetes resource quantity ("500m", "4", "16Gi", "1e3") as a number."""
+def _parse_quantity(text: str) -> float | None:
+    """A quantity string's value, or None."""
+    m = _QUANTITY.match(text.strip())
+    if not m or m.group(2) not in _SUFFIX:
+        return None
+    return float(m.group(1)) * _SUFFIX[m.group(2)]
+
+
+# A cluster sends the same few quantity strings on every call: remember them (short ones only, so
+# the cache stays small whatever clients send).
+_parse_short_quantity = lru_cache(maxsize=4096)(_parse_quantity)
+
+
+def _number(value: Any) -> float | None:
+    """`quantity` without the error: None when `value` is not a quantity."""
+    if type(value) is str:
+        return _parse_short_quantity(value) if len(value) <= 32 else _parse_quantity(value)
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
-    m = _QUANTITY.match(str(value).strip()) if isinstance(value, str) else None
-    if not m or m.group(2) not in _SUFFIX:
+    return None
+
+
+def quantity(value: Any, field: str) -> float:
+    """A Kubernetes resource quantity ("500m", "4", "16Gi", "1e3") as a number."""
+    parsed = _number(value)
+    if parsed is None:
         raise ExtenderInputError(f"{field}: {value!r} is not a Kubernetes quantity")
-    return float(m.group(1)) * _SUFFIX[m.group(2)]
+    return parsed
 
 
 def _meta(obj: dict, what: str) -> dict[str, Any]:
@@ -107,16 +128,32 @@ def node_view(node: Any, i: int) -> dict[str, Any]:
     """What a rule sees as `node`, from a v1.Node: allocatable is its free capacity."""
     if not isinstance(node, dict):
         raise ExtenderInputError(f"nodes.items[{i}]: expected an object")
-    meta = _meta(node, f"nodes.items[{i}]")
+    meta = node.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise ExtenderInputError(f"nodes.items[{i}].metadata: expected an object")
     name = meta.get("name")
     if not name:
         raise ExtenderInputError(f"nodes.items[{i}].metadata.name: missing")
     alloc = ((node.get("status") or {}).get("allocatable")) or {}
-    field = f"nodes.items[{i}].status.allocatable"
-    cpu = quantity(alloc.get("cpu", 0), f"{field}.cpu")
-    mem = quantity(alloc.get("memory", 0), f"{field}.memory") / 2**30
-    gpu = sum(quantity(alloc[k], f"{field}.{k}") for k in GPU_RESOURCES if k in alloc)
     labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+    raw = (
+        alloc.get("cpu", 0),
+        alloc.get("memory", 0),
+        labels.get("dagsched.io/speed", 1),
+        labels.get("dagsched.io/price-per-hour", 0),
+    )
+    # field names are built only for an error (this runs for every node of every call)
+    cpu, mem, speed, price = _number(raw[0]), _number(raw[1]), _number(raw[2]), _number(raw[3])
+    if cpu is None or mem is None or speed is None or price is None:
+        field = f"nodes.items[{i}].status.allocatable"
+        cpu, mem = quantity(raw[0], f"{field}.cpu"), quantity(raw[1], f"{field}.memory")
+        speed = quantity(raw[2], f"nodes.items[{i}] label dagsched.io/speed")
+        price = quantity(raw[3], f"nodes.items[{i}] price label")
+    mem /= 2**30
+    gpu = 0.0
+    for k in GPU_RESOURCES:
+        if k in alloc:
+            gpu += quantity(alloc[k], f"nodes.items[{i}].status.allocatable.{k}")
     return {
         "id": name,
         "cpu": cpu,
@@ -125,8 +162,8 @@ def node_view(node: Any, i: int) -> dict[str, Any]:
         "cpu_free": cpu,
         "mem_free": mem,
         "gpu_free": gpu,
-        "speed": quantity(labels.get("dagsched.io/speed", 1), f"nodes.items[{i}] label dagsched.io/speed"),
-        "price_per_hour": quantity(labels.get("dagsched.io/price-per-hour", 0), f"nodes.items[{i}] price label"),
+        "speed": speed,
+        "price_per_hour": price,
         "labels": labels,
         "unschedulable": bool((node.get("spec") or {}).get("unschedulable")),
     }
@@ -182,11 +219,17 @@ def filter_nodes(args: Any, rules: list[Rule]) -> dict[str, Any]:
     }
 
 
-def prioritize(args: Any, rules: list[Rule], planned_node: str | None) -> list[dict[str, Any]]:
-    """HostPriorityList: the planned node 10; others by estimated runtime on the node (faster is higher)."""
+def prioritize(
+    args: Any, rules: list[Rule], planned_node: str | None, task: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """HostPriorityList: the planned node 10; others by estimated runtime on the node (faster is higher).
+
+    `task` is `pod_task(args["pod"])` when the caller has it already.
+    """
     if not isinstance(args, dict):
         raise ExtenderInputError("body: expected an ExtenderArgs object")
-    task = pod_task(args.get("pod"))
+    if task is None:
+        task = pod_task(args.get("pod"))
     views, _, names = _nodes(args)
     if views is None:
         return [{"host": n, "score": MAX_PRIORITY if n == planned_node else 0} for n in names]

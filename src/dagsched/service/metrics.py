@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
@@ -62,3 +64,26 @@ class ServiceMetrics:
         )
         self.config_reloads = Counter("dagsched_config_reloads", "config loads by outcome", ["outcome"], registry=r)
         self.events = Counter("dagsched_events", "events received by kind", ["kind"], registry=r)
+        # labelled series of the hot paths, looked up once (`labels()` costs more than `inc()`)
+        self._request_series: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+        self._k8s_series: dict[tuple[str, str], Any] = {}
+
+    def count_request(self, route: str, method: str, status: int) -> None:
+        """One response of `route` (its template) with `status`; also an error when status >= 400."""
+        key = (route, method, status)
+        series = self._request_series.get(key)
+        if series is None:
+            series = self._request_series[key] = (
+                self.requests.labels(route=route, method=method, status=str(status)),
+                self.errors.labels(route=route) if status >= 400 else None,
+            )
+        series[0].inc()
+        if series[1] is not None:
+            series[1].inc()
+
+    def count_k8s(self, verb: str, outcome: str) -> None:
+        """One extender call."""
+        child = self._k8s_series.get((verb, outcome))
+        if child is None:
+            child = self._k8s_series[(verb, outcome)] = self.k8s.labels(verb=verb, outcome=outcome)
+        child.inc()

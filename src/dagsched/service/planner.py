@@ -499,8 +499,9 @@ class Planner:
             )
         latency_s = time.perf_counter() - t_start
         self.metrics.plan_latency.labels(scheduler=used).observe(latency_s)
+        decision_latency = self.metrics.decision_latency.labels(scheduler=used)  # once, not per decision
         for d in result.trace.decision_latency_s:
-            self.metrics.decision_latency.labels(scheduler=used).observe(d)
+            decision_latency.observe(d)
         for d in inference_s:
             self.metrics.inference.observe(d)
         response = {

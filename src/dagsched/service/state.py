@@ -33,9 +33,14 @@ class ServiceState:
         self.settings = settings
         self.metrics = ServiceMetrics()
         self.store = Store(settings.store_url)
+        self.store.start_checkpoints()
         self.models = ModelManager(settings.model_dir, settings.max_upload_bytes)
         self.config = RuntimeConfig()
         self._config_lock = threading.Lock()
+        # One plan at a time per process: planning is CPU-bound Python (threads add no speed under the GIL),
+        # and plans interleaved on the threadpool each take longer; a learned policy's decisions then miss
+        # their deadline and fall back to HEFT. Run more processes (`serve --workers`) for throughput.
+        self.plan_lock = threading.Lock()
         if settings.config_file is not None:
             self.config = read_config(settings.config_file)  # a bad file at start-up stops the start
         self.models.try_load_startup(settings.model_path)
@@ -75,14 +80,15 @@ class ServiceState:
             self.metrics.model_info.labels(version=c.version, sha256=c.sha256).set(1)
 
 
-def get_state(request: Request) -> ServiceState:
+async def get_state(request: Request) -> ServiceState:
+    """The process state (async: FastAPI runs sync dependencies on the threadpool, a thread hop per request)."""
     return request.app.state.service  # type: ignore[no-any-return]
 
 
 State = Annotated[ServiceState, Depends(get_state)]
 
 
-def require_token(request: Request, state: State) -> None:
+async def require_token(request: Request, state: State) -> None:
     """Mutating routes: `Authorization: Bearer <DAGSCHED_API_TOKEN>`; with no token configured they are refused."""
     token = state.settings.api_token
     if token is None:

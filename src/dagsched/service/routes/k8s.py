@@ -29,11 +29,11 @@ async def k8s_filter(request: Request, state: State) -> JSONResponse:
     """ExtenderArgs -> ExtenderFilterResult; any fault goes in `error`."""
     try:
         result = k8s.filter_nodes(await _args(request), state.config.compiled_rules)
-        state.metrics.k8s.labels(verb="filter", outcome="ok").inc()
+        state.metrics.count_k8s("filter", "ok")
     except Exception as err:  # noqa: BLE001  (an extender must never break scheduling)
         if not isinstance(err, k8s.ExtenderInputError):
             log.exception("extender filter failed")
-        state.metrics.k8s.labels(verb="filter", outcome="error").inc()
+        state.metrics.count_k8s("filter", "error")
         result = {
             "nodes": None,
             "nodenames": None,
@@ -52,13 +52,13 @@ async def k8s_prioritize(request: Request, state: State) -> JSONResponse:
         args = await _args(request)
         task = k8s.pod_task(args.get("pod") if isinstance(args, dict) else None)
         planned = state.store.planned_node(task["workflow"], task["id"])
-        result = k8s.prioritize(args, state.config.compiled_rules, planned)
-        state.metrics.k8s.labels(verb="prioritize", outcome="ok").inc()
+        result = k8s.prioritize(args, state.config.compiled_rules, planned, task)
+        state.metrics.count_k8s("prioritize", "ok")
         return JSONResponse(result)
     except Exception as err:  # noqa: BLE001
         if not isinstance(err, k8s.ExtenderInputError):
             log.exception("extender prioritize failed")
-        state.metrics.k8s.labels(verb="prioritize", outcome="error").inc()
+        state.metrics.count_k8s("prioritize", "error")
         names: list[str] = []
         if isinstance(args, dict):
             items = (args.get("nodes") or {}).get("items") if isinstance(args.get("nodes"), dict) else None

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, BackgroundTasks
+from typing import Any
 
+from fastapi import APIRouter, BackgroundTasks, Response
+from pydantic import TypeAdapter
+from starlette.concurrency import run_in_threadpool
+
+from dagsched.service.config import RuntimeConfig
+from dagsched.service.planner import Planned
 from dagsched.service.schemas import PlanResponse, ScheduleRequest
 from dagsched.service.state import ServiceState, State
+from dagsched.service.store import EncodedJSON
 
 router = APIRouter(tags=["schedule"])
+_PLAN = TypeAdapter(PlanResponse)
 
 
 def _shadow(state: ServiceState, planned: object, name: str) -> None:
-    row = state.planner.shadow(planned, name)  # type: ignore[arg-type]
+    with state.plan_lock:  # not beside a live plan (see ServiceState.plan_lock)
+        row = state.planner.shadow(planned, name)  # type: ignore[arg-type]
     if row is None:
         return
     state.store.add_shadow(row)
@@ -25,8 +34,17 @@ def _shadow(state: ServiceState, planned: object, name: str) -> None:
         m.shadow_cost_ratio.set(row["live_cost"] / row["shadow_cost"])
 
 
+def _plan_and_save(state: ServiceState, body: ScheduleRequest, config: RuntimeConfig) -> tuple[Planned, bytes]:
+    """Plan, encode the response once (as the schema checks it), store the plan with that same text."""
+    with state.plan_lock:
+        planned = state.planner.plan(body, config)
+    content = _PLAN.dump_json(_PLAN.validate_python(planned.response))
+    state.store.save_plan({**planned.plan_row, "response": EncodedJSON(content.decode())}, planned.decision_rows)
+    return planned, content
+
+
 @router.post("/v1/schedule", response_model=PlanResponse, response_model_exclude_none=False)
-def schedule(body: ScheduleRequest, state: State, background: BackgroundTasks) -> dict:
+async def schedule(body: ScheduleRequest, state: State, background: BackgroundTasks) -> Any:
     """Plan the workflow on the nodes' free capacity with the chosen scheduler (default: the learned policy).
 
     The learned policy falls back to HEFT when it is missing, fails, misses its per-decision
@@ -37,8 +55,10 @@ def schedule(body: ScheduleRequest, state: State, background: BackgroundTasks) -
 
         raise InputError("nodes", f"{len(body.nodes)} nodes is over this service's limit of {state.settings.max_nodes}")
     config = state.config
-    planned = state.planner.plan(body, config)
-    state.store.save_plan(planned.plan_row, planned.decision_rows)
+    # Planning and the store write are CPU and I/O bound: one trip to the threadpool (the event loop
+    # keeps answering health checks and the extender meanwhile), where a sync route with a sync
+    # dependency and a checked response made three.
+    planned, content = await run_in_threadpool(_plan_and_save, state, body, config)
     if config.shadow:
         background.add_task(_shadow, state, planned, config.shadow)
-    return planned.response
+    return Response(content, media_type="application/json")
