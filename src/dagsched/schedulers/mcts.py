@@ -136,14 +136,15 @@ class _MCTS(Scheduler):
             return self.fallback.decide(sim)
         wake = data_wake_s(sim)
         decision_wake = wake if math.isfinite(wake) else None
-        if not legal_pairs(sim):
+        live = legal_pairs(sim)
+        if not live:
             return Decision([], decision_wake)
         if self.work_left <= 0 or time.perf_counter() > self.t_end:
             self.fallback = HEFT()
             self.fallback.reset(self.cp, sim, self._fallback_seed)
             return self.fallback.decide(sim)
         keep = self.keep
-        root = keep if keep is not None and self.config.reuse and keep.key == state_key(sim) else _Node(sim.fork())
+        root = keep if keep is not None and self._matches(keep, sim, live) else _Node(sim.fork())
         if self.baseline <= 0:
             self._evaluate(root)
         assignments: list[tuple[int, int]] = []
@@ -165,6 +166,14 @@ class _MCTS(Scheduler):
                 self.keep = root
                 break
         return Decision(assignments, decision_wake)
+
+    def _matches(self, keep: _Node, sim: Simulator, live: list[Pair]) -> bool:
+        """Whether the kept subtree stands for the live state: same state key and the same legal actions.
+
+        The kept state was rolled forward on predictions, without failures, repairs or boot delays
+        after repair; only where it matches may its actions be played on the live simulator.
+        """
+        return self.config.reuse and keep.key == state_key(sim) and legal_pairs(keep.state) == live
 
     def _sims_now(self, root: _Node) -> int:
         if math.isinf(self.work_left):

@@ -173,15 +173,28 @@ def can_wait(sim: Simulator) -> bool:
     return not sim.done and (sim.can_advance or math.isfinite(data_wake_s(sim)))
 
 
-def state_key(sim: Simulator) -> tuple[float, bytes, bytes, bytes, bytes, bytes]:
-    """What identifies a decision state for subtree reuse (time, task states, places and ends, free room, nodes up)."""
+def state_key(sim: Simulator) -> tuple[float, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes]:
+    """What identifies a decision state for subtree reuse: everything `Simulator.fork()` carries that
+    can change a legal action or a rollout (time, task states, places, starts and ends, free room,
+    nodes up and when they are booted, submitted workflows, nodes to avoid).
+
+    A node's boot time counts only while it is in the future (`max(available, now)`, inf when down):
+    a fork never sees failures, so a node that failed and was repaired in the live run matches a
+    planned state where it stayed up only once it has booted again.
+    """
+    now = sim.now
+    running = sim.status == RUNNING
     return (
-        round(sim.now, 9),
+        round(now, 9),
         sim.status.tobytes(),
         sim.node_of.tobytes(),
+        np.round(np.where(running, sim.start_s, -1.0), 9).tobytes(),
         np.round(np.nan_to_num(sim.finish_s, nan=-1.0), 9).tobytes(),
         np.round(sim.free, 9).tobytes(),
         sim.node_up.tobytes(),
+        np.round(np.where(sim.node_up, np.maximum(sim.node_available_s, now), np.inf), 9).tobytes(),
+        sim.submitted.tobytes(),
+        sim.avoid_node.tobytes(),
     )
 
 
