@@ -104,3 +104,44 @@ def test_inference_path_makes_the_reference_plan(family: str, n_tasks: int, clus
             for fast in (True, False)
         ]
         assert [(a.task, a.node, a.start) for a in plans[0]] == [(a.task, a.node, a.start) for a in plans[1]]
+
+
+class _WindowLog(DRLScheduler):
+    """Per decision point: tasks still startable after its picks, the tasks offered, whether it ended by waiting."""
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.points: list[tuple[set[int], set[int], bool]] = []
+
+    def decide(self, sim):
+        self._offered: set[int] = set()
+        self._waited = False
+        decision = super().decide(sim)
+        after = sim.fork()  # the state the decision leaves: what could still start once its picks run
+        for t, nd in decision.assignments:
+            after.start(t, nd)
+        startable = {t for t in after.ready if any(after.can_start(t, n) for n in range(self.cp.n_nodes))}
+        self.points.append((startable, self._offered, self._waited))
+        return decision
+
+    def _pick(self, obs) -> int:
+        a = super()._pick(obs)
+        self._offered |= set(obs.candidates.tolist())
+        self._waited = a == len(obs.action_mask()) - 1
+        return a
+
+
+@pytest.mark.parametrize("defer", [True, False])
+def test_a_wait_defers_only_the_offered_window(defer: bool) -> None:
+    """On a DAG wider than the candidate window, a wait with `defer_windows` comes only after every task that
+    could start was offered; without it a wait on the first window leaves startable tasks unseen."""
+    problem = Problem(
+        name="wide", workflows=[generate_workflow("layered", 200, 2)], cluster=cluster_preset("large-100")
+    )
+    sched = _WindowLog(defer_windows=defer)
+    result = simulate(compile_problem(problem), sched, SimConfig(classic=True), 1)
+    assert result.violations == []
+    waits = [(startable, offered) for startable, offered, waited in sched.points if waited and startable]
+    assert waits, "the policy never waited with tasks startable: the case does not exercise windows"
+    unseen = [startable - offered for startable, offered in waits if startable - offered]
+    assert (unseen == []) == defer, unseen[:3]

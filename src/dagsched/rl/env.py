@@ -66,6 +66,11 @@ class EnvConfig(BaseModel):
     max_nodes: int = Field(16, ge=1, description="node rows of the padded observation")
     max_edges: int | None = Field(None, ge=1, description="edge columns of the padded observation; None: 8 x max_tasks")
     max_candidates: int = Field(16, ge=1, description="ready tasks offered per decision (K)")
+    defer_windows: bool = Field(
+        True,
+        description="a wait defers only the offered tasks: the ready tasks behind them are offered next, at the "
+        "same instant, until every ready task was offered (as the drl scheduler plays)",
+    )
     history_len: int = Field(0, ge=0, description="utilisation snapshots per node in the observation; 0: none")
     reward: RewardWeights = Field(default_factory=RewardWeights, description="weights of the reward terms")
     baseline: BaselineKind = Field("heft", description="what the reward terms are normalised by")
@@ -272,6 +277,8 @@ class SchedulingEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         self._mask = np.zeros(K * M + 1, dtype=np.int8)
         self._steps = 0
         self._max_steps = 0
+        self._deferred = np.zeros(0, dtype=bool)
+        self._offered_from = 0
         self._stalled = False
         self._over = True
 
@@ -337,6 +344,8 @@ class SchedulingEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         self.tracker = RewardTracker(cp, sim, c.sim, baseline)
         self._builder = FeatureBuilder(cp, c.sim.classic, c.max_candidates, c.history_len)
         self._steps = 0
+        self._deferred = np.zeros(cp.n_tasks, dtype=bool)
+        self._offered_from = 0
         self._max_steps = c.max_steps if c.max_steps is not None else 8 * cp.n_tasks + 100
         self._stalled = False
         self._over = False
@@ -354,10 +363,17 @@ class SchedulingEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         a = self._check_action(action)
         sim = self.sim
         if a == self.wait_action:
-            wake = self.observation.wake_s
-            self._hand.decision = Decision([], wake if math.isfinite(wake) else None)
-            sim.decide(self._hand)  # lets the simulator wake us when inputs arrive
-            rs = self._advance(must_step=True)
+            offered = self.observation.candidates
+            rs = None
+            if self.config.defer_windows and len(offered) < self._offered_from:
+                self._deferred[offered] = True  # wait for these; offer the ready tasks behind them
+                rs = self._ready(sim)
+                rs = rs if rs.any_legal else None
+            if rs is None:
+                wake = self.observation.wake_s
+                self._hand.decision = Decision([], wake if math.isfinite(wake) else None)
+                sim.decide(self._hand)  # lets the simulator wake us when inputs arrive
+                rs = self._advance(must_step=True)
         else:
             k, nd = divmod(a, self.config.max_nodes)
             sim.start(int(self.observation.candidates[k]), nd)
@@ -397,7 +413,7 @@ class SchedulingEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         stepped = False
         while not sim.done:
             if stepped or not must_step:
-                rs = builder.ready_state(sim)
+                rs = self._ready(sim)
                 if rs.any_legal:
                     return rs
                 if len(rs.ready):
@@ -407,12 +423,22 @@ class SchedulingEnv(gym.Env[dict[str, np.ndarray], np.int64]):
                 self._stalled = True
                 return None
             tracker.before_step(sim)
+            self._deferred[:] = False  # a deferral holds for one decision point
             if not sim.step():
                 self._stalled = True
                 return None
             tracker.after_step(sim)
             stepped = True
         return None
+
+    def _ready(self, sim: Simulator) -> ReadyState:
+        """The builder's ready state less the tasks deferred at this decision point."""
+        assert self._builder is not None
+        rs = self._builder.ready_state(sim)
+        if self._deferred.any():
+            keep = ~self._deferred[rs.ready]
+            rs = ReadyState(rs.ready[keep], rs.arrival_s[keep], rs.legal[keep], rs.wake_s)
+        return rs
 
     def _why_over(self) -> str:
         sim = self.sim
@@ -431,6 +457,7 @@ class SchedulingEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         assert sim is not None and builder is not None
         obs = builder.build(sim, rs)
         self.observation = obs
+        self._offered_from = len(rs.ready) if rs is not None else 0
         c = self.config
         T, M, E, K, H = c.max_tasks, c.max_nodes, c.edge_slots, c.max_candidates, c.history_len
         n, m, e, k = obs.n_tasks, obs.n_nodes, obs.edge_index.shape[1], len(obs.candidates)

@@ -24,13 +24,17 @@ import math
 import os
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from dagsched.model.compiled import CompiledProblem
 from dagsched.schedulers.base import Decision, Scheduler, register
 from dagsched.sim.engine import Simulator
+
+if TYPE_CHECKING:
+    from dagsched.rl.features import ReadyState
 
 DEFAULT_MODEL = "drl-v1"
 """Stem of the shipped policy in dagsched/data/models/ (a .safetensors and a .json)."""
@@ -70,6 +74,12 @@ def load_cached_policy(path: str | os.PathLike[str] | None = None) -> Any:
 class DRLScheduler(Scheduler):
     """The learned policy, greedy by default (temperature > 0 with greedy=False samples).
 
+    The policy sees at most `max_candidates` ready tasks at once (startable first, then by upward
+    rank). With `defer_windows` (default) choosing "wait" defers only the tasks it was shown: the
+    next ready tasks are offered in their place until every ready task was shown or one is started,
+    so a wide DAG's lower-ranked tasks can use nodes the top ones do not want. Without it a wait on
+    the first window idled the whole cluster: on a 1,000-task layered DAG on 100 nodes the policy
+    waited 2,662 times with pairs legal and used 38 nodes (makespan 2.2 x HEFT's).
     `fast=False` runs the reference path (`FeatureBuilder.build` + `forward_single` through PyG) instead
     of the inference path; both make the same plans (tests/schedulers/test_drl.py).
     """
@@ -84,6 +94,7 @@ class DRLScheduler(Scheduler):
         temperature: float = 1.0,
         max_candidates: int = 16,
         fast: bool = True,
+        defer_windows: bool = True,
     ) -> None:
         import torch  # here, not at module level: importing the scheduler registry must stay light
 
@@ -96,6 +107,7 @@ class DRLScheduler(Scheduler):
         self.temperature = temperature
         self.max_candidates = max_candidates
         self.fast = fast
+        self.defer_windows = defer_windows
         self._warm = False
 
     def reset(self, cp: CompiledProblem, sim: Simulator, seed: int = 0) -> None:
@@ -135,10 +147,13 @@ class DRLScheduler(Scheduler):
         assignments: list[tuple[int, int]] = []
         wake = math.inf
         seen = builder._attempts_seen
+        deferred = np.zeros(self.cp.n_tasks, dtype=bool)
         while True:
             rs = builder.ready_state(view)
+            if self.defer_windows and deferred.any():
+                rs = _without(rs, deferred)
             if not rs.any_legal:
-                wake = rs.wake_s
+                wake = min(wake, rs.wake_s)
                 break
             obs = builder.decision(view, rs) if self.inference is not None else builder.build(view, rs)
             a = self._pick(obs)
@@ -146,8 +161,11 @@ class DRLScheduler(Scheduler):
             if not mask[a]:  # cannot happen: illegal logits are MASK_LOGIT
                 raise RuntimeError(f"drl chose illegal action {a}")
             if a == len(mask) - 1:
-                wake = obs.wake_s
-                break
+                wake = min(wake, obs.wake_s)
+                if not self.defer_windows or len(obs.candidates) >= len(rs.ready):
+                    break
+                deferred[obs.candidates] = True  # wait for these; offer the ready tasks behind them
+                continue
             t, nd = int(obs.candidates[a // obs.n_nodes]), a % obs.n_nodes
             assignments.append((t, nd))
             if view is sim:
@@ -157,3 +175,11 @@ class DRLScheduler(Scheduler):
         if view is not sim:  # the fork's trace is empty: keep the live simulator's attempt count
             builder._attempts_seen = seen
         return Decision(assignments, wake if np.isfinite(wake) else None)
+
+
+def _without(rs: ReadyState, deferred: npt.NDArray[np.bool_]) -> ReadyState:
+    """The ready state with the deferred tasks taken out (the wake instant kept: waking early is harmless)."""
+    from dagsched.rl.features import ReadyState
+
+    keep = ~deferred[rs.ready]
+    return ReadyState(rs.ready[keep], rs.arrival_s[keep], rs.legal[keep], rs.wake_s)
