@@ -166,8 +166,11 @@ class SchedulingEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     exactly those where `Simulator.can_start(task, node)` holds (ready, fits the node's free
     resources, node up and booted, inputs arrived). Waiting is legal only where time can advance
     (a task runs or a progress event is pending) and it can help: some candidate's estimated
-    finish on a node that is busy or still receiving its data beats its best legal node. The
-    mask is `observation["action_mask"]` and `info["action_mask"]`; an illegal action raises
+    finish on a node that is busy or still receiving its data beats its best legal node. With
+    `defer_windows` (default) a wait defers only the K offered tasks when more are ready: the
+    next K ready tasks are offered at the same instant, and time advances once every ready task
+    was offered or nothing offered can start (so a wide DAG's lower-ranked tasks still reach
+    idle nodes). The mask is `observation["action_mask"]` and `info["action_mask"]`; an illegal action raises
     `IllegalActionError` (it is never remapped). `action_space.sample()` draws a legal action.
 
     The candidates are at most K ready tasks: those that can start somewhere now first, then by
