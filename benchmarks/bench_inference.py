@@ -10,7 +10,8 @@ Both run in one process, on the same problems and seeds, one torch thread, inter
 the plans they make are compared (they must be the same). Also the plans/s of a whole plan of the
 20-task workflow (reset, simulation, validation: what the service runs per request, less HTTP).
 Prints figures; asserts nothing about wall-clock time (the machine is shared: read the ratios).
-Policy: the shipped drl-v1 (hidden 32, 2 GAT layers); `--random-hidden 64` adds an untrained wider one.
+Policy: the shipped model (`drl.DEFAULT_MODEL`, hidden 32, 2 GAT layers); `--random-hidden 64` adds an
+untrained wider one.
 
 Run: .venv/bin/python benchmarks/bench_inference.py [--picks 300] [--families layered,etl_star,random]
      [--plans 100] [--random-hidden 64]
@@ -31,7 +32,7 @@ from dagsched.model import Problem, compile_problem
 from dagsched.model.compiled import CompiledProblem
 from dagsched.rl.features import TASK_DYNAMIC, DecisionInputs, FeatureBuilder
 from dagsched.rl.policy import PolicyInference, SchedulingPolicy
-from dagsched.schedulers.drl import DRLScheduler, load_cached_policy
+from dagsched.schedulers.drl import DEFAULT_MODEL, DRLScheduler, load_cached_policy
 from dagsched.sim.config import SimConfig
 from dagsched.sim.engine import Simulator
 from dagsched.sim.run import simulate
@@ -192,7 +193,7 @@ def main() -> None:
     parser.add_argument("--sketches", action="store_true", help="also the per-decision cost of other architectures")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    policies: list[tuple[str, Any]] = [("drl-v1", load_cached_policy())]
+    policies: list[tuple[str, Any]] = [(DEFAULT_MODEL, load_cached_policy())]
     if args.random_hidden:
         torch.manual_seed(0)
         policies.append((f"random h{args.random_hidden}", SchedulingPolicy(hidden=args.random_hidden).eval()))

@@ -83,7 +83,7 @@ def _policy(tmp: Path) -> tuple[Path, str]:
     from dagsched.service.settings import DEFAULT_MODEL
 
     if Path(str(DEFAULT_MODEL) + ".safetensors").exists():
-        return DEFAULT_MODEL, "shipped drl-v1"
+        return DEFAULT_MODEL, f"shipped {DEFAULT_MODEL.name}"
     import torch
 
     from dagsched.rl.policy import SchedulingPolicy, save_policy

@@ -12,7 +12,7 @@ from dagsched.model import Problem, compile_problem
 from dagsched.rl.env import SchedulingEnv
 from dagsched.rl.imitation import greedy_makespan
 from dagsched.rl.policy import SchedulingPolicy
-from dagsched.schedulers.drl import DRLScheduler, load_cached_policy, shipped_model_path
+from dagsched.schedulers.drl import DEFAULT_MODEL, DRLScheduler, load_cached_policy, shipped_model_path
 from dagsched.sim.config import SimConfig
 from dagsched.sim.run import simulate
 
@@ -78,7 +78,7 @@ def test_missing_model_names_the_path(tmp_path) -> None:
     """A policy path without files raises FileNotFoundError naming the .safetensors path."""
     with pytest.raises(FileNotFoundError, match="nothing-here.safetensors"):
         DRLScheduler(policy_path=tmp_path / "nothing-here")
-    assert shipped_model_path().name == "drl-v1"
+    assert shipped_model_path().name == DEFAULT_MODEL
 
 
 @pytest.mark.parametrize(

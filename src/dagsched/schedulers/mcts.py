@@ -296,7 +296,7 @@ class MCTS(_MCTS):
     """PUCT with the shipped GNN policy's probabilities as priors (see the module docstring).
 
     `policy_path` is a policy stem (or its .safetensors/.json); default the shipped
-    `dagsched/data/models/drl-v1`. A missing file raises at `reset`, naming the path.
+    the shipped model (`drl.DEFAULT_MODEL`). A missing file raises at `reset`, naming the path.
     """
 
     name = "mcts"
@@ -365,10 +365,10 @@ _POLICIES: dict[str, Any] = {}
 
 
 def default_policy_path() -> Path:
-    """The shipped policy's stem, dagsched/data/models/drl-v1."""
-    from importlib import resources
+    """The shipped policy's stem (`dagsched.schedulers.drl.DEFAULT_MODEL` in dagsched/data/models/)."""
+    from dagsched.schedulers.drl import shipped_model_path
 
-    return Path(str(resources.files("dagsched") / "data" / "models" / "drl-v1"))
+    return shipped_model_path()
 
 
 def _load(path: str | Path | None) -> Any:

@@ -61,7 +61,7 @@ class FinetuneConfig:
     since_s: float = 86400.0
     """only plans stored in the last `since_s` seconds are read"""
     model: Path | None = None
-    """policy stem to start from (None: the shipped drl-v1)"""
+    """policy stem to start from (None: the shipped model)"""
     holdout: float = 0.25
     """share of plans held out for evaluation (by hash of the plan id)"""
     max_problems: int = 200
@@ -453,7 +453,7 @@ def finetune(
         "prod"
     ),
     model: Annotated[
-        Path | None, typer.Option("--model", help="policy stem to start from (default: the shipped drl-v1)")
+        Path | None, typer.Option("--model", help="policy stem to start from (default: the shipped model)")
     ] = None,
     service: Annotated[
         str | None, typer.Option("--service", help="service URL to upload a winner to (token: DAGSCHED_API_TOKEN)")

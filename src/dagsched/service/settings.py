@@ -13,7 +13,9 @@ from pathlib import Path
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-DEFAULT_MODEL = Path(__file__).resolve().parents[1] / "data" / "models" / "drl-v1"
+from dagsched.schedulers.drl import DEFAULT_MODEL as SHIPPED_MODEL
+
+DEFAULT_MODEL = Path(__file__).resolve().parents[1] / "data" / "models" / SHIPPED_MODEL
 
 
 class Settings(BaseSettings):
