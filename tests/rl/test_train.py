@@ -117,3 +117,27 @@ def test_rllib_ppo_iteration_gives_loadable_weights(tmp_path) -> None:
     assert (tmp_path / "tiny" / "tb").is_dir()
     loaded = load_policy(record["weights"])
     assert loaded.config == policy.config
+
+
+def test_train_command_passes_its_options_to_the_config(monkeypatch, tmp_path) -> None:
+    """`dagsched train` builds the TrainConfig from its flags (the imitation --lr included) and reports the run."""
+    from typer.testing import CliRunner
+
+    import dagsched.rl.train as train_module
+    from dagsched.cli import app
+
+    seen = {}
+
+    def fake_train(cfg, command):
+        seen["cfg"] = cfg
+        return {"weights": str(tmp_path / "p.safetensors"), "wall_time_s": 1.0, "validation_makespan_over_heft": 1.25}
+
+    monkeypatch.setattr(train_module, "train", fake_train)
+    argv = ["train", "--name", "t", "--out-dir", str(tmp_path), "--lr", "2e-4", "--stages", "10-30,40-100"]
+    argv += ["--seed", "5"]
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    cfg = seen["cfg"]
+    assert (cfg.lr, cfg.seed, cfg.name) == (2e-4, 5, "t")
+    assert [tuple(s) for s in cfg.stages] == [(10, 30), (40, 100)]
+    assert "validation makespan / HEFT 1.250" in result.output
