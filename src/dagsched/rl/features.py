@@ -37,6 +37,7 @@ import numpy.typing as npt
 
 from dagsched.model.compiled import CompiledProblem
 from dagsched.model.graph import default_deadlines_s
+from dagsched.rl import kernels
 from dagsched.schedulers.ranks import downward_rank, mean_comm_pred_s, mean_comm_succ_s, mean_exec_s, upward_rank
 from dagsched.sim.engine import DONE, Simulator
 
@@ -261,9 +262,18 @@ class FeatureBuilder:
     """Builds observations of one run of `cp`; make a new one per run (it keeps a short history).
 
     `classic` must match the simulator's mode (requests are one slot per task there).
+    `compiled` (default: when numba is there) runs `ready_state` and `decision` as the kernels of
+    `dagsched.rl.kernels`, which give the same numbers to the bit; `build` is numpy either way.
     """
 
-    def __init__(self, cp: CompiledProblem, classic: bool, max_candidates: int = 16, history_len: int = 0) -> None:
+    def __init__(
+        self,
+        cp: CompiledProblem,
+        classic: bool,
+        max_candidates: int = 16,
+        history_len: int = 0,
+        compiled: bool | None = None,
+    ) -> None:
         if max_candidates < 1:
             raise ValueError(f"max_candidates must be at least 1, got {max_candidates}")
         if history_len < 0:
@@ -342,6 +352,12 @@ class FeatureBuilder:
         self._attempts_seen = 0
         self._arrival = np.zeros((n, m))
         self._arrival_known = np.zeros(n, dtype=bool)
+        self.compiled = kernels.AVAILABLE if compiled is None else compiled and kernels.AVAILABLE
+        # the decision kernel's constants: t0, (n_done), log1p(n) / 8, log1p(m) / 5, cpu capacity (numpy's sum)
+        self._global_const = np.array(
+            [self.t0_s, 0.0, np.log1p(float(n)) / 8.0, np.log1p(float(m)) / 5.0, self.cap[:, 0].sum()]
+        )
+        self._price = np.ascontiguousarray(cp.price_per_hour, dtype=np.float64)
 
     # ---- the cheap part: who can start where ------------------------------------------
 
@@ -358,6 +374,19 @@ class FeatureBuilder:
         for t in fresh.tolist():
             self._arrival[t] = sim.data_ready_all_s(t)
         self._arrival_known[fresh] = True
+        if self.compiled:
+            arrival, legal, wake = kernels.ready_kernel(
+                now,
+                ready,
+                self._arrival,
+                self.req,
+                self.classic,
+                self.ever_fits,
+                sim.node_up,
+                sim.node_available_s,
+                sim.free,
+            )
+            return ReadyState(ready, arrival, legal, float(wake))
         arrival = self._arrival[ready]
         node_ok = sim.node_up & ~(sim.node_available_s > now)
         req, free = self.req[ready], sim.free
@@ -424,6 +453,8 @@ class FeatureBuilder:
         """What the policy's inference path reads now: `build`'s numbers less the static task columns and
         the pair features of illegal pairs (see `DecisionInputs`). Same side effects on the history as `build`."""
         rs = rs if rs is not None else self.ready_state(sim)
+        if self.compiled:
+            return self._decision_compiled(sim, rs)
         m = self.cp.n_nodes
         cands, legal, arrival = self._candidates(rs)
         run, run_node, run_end = self._running(sim)
@@ -463,6 +494,64 @@ class FeatureBuilder:
             pair_x=pair_x,
             global_x=self._global(sim, rs, run, up_now, used_cpu),
             wait_legal=self._wait_legal(sim, legal, est_finish),
+            wake_s=rs.wake_s,
+        )
+
+    def _decision_compiled(self, sim: Simulator, rs: ReadyState) -> DecisionInputs:
+        """`decision` as one call of `kernels.decision_kernel` (same numbers to the bit)."""
+        cp = self.cp
+        run = np.fromiter(sim.running.keys(), dtype=np.int64, count=len(sim.running))
+        self._note_attempts(sim)
+        self._global_const[1] = float(sim.n_done)
+        task_dyn, node_x, util, cands, legal, flat, pair_x, global_x, wait_legal = kernels.decision_kernel(
+            sim.now,
+            self.scale_s,
+            rs.ready,
+            rs.arrival_s,
+            rs.legal,
+            self.max_candidates,
+            self.rank_u,
+            self.topo_pos,
+            sim.status,
+            run,
+            sim.node_of,
+            sim.start_s,
+            cp.exec_s,
+            sim.slow_factor,
+            self.req,
+            self.req[run],
+            self.classic,
+            self.cap,
+            self.cap_norm,
+            self.node_static,
+            self._opened,
+            self.submit_s,
+            self.deadline_s,
+            self.ever_fits,
+            sim.node_up,
+            sim.node_available_s,
+            sim.free,
+            self._price,
+            cp.pred_ptr,
+            cp.pred_idx,
+            cp.pred_data,
+            sim.avoid_node,
+            self.rank_fast,
+            self.work_share_s,
+            self._global_const,
+            sim.can_advance,
+            sim.done,
+        )
+        return DecisionInputs(
+            task_dyn=task_dyn,
+            node_x=node_x,
+            node_history=self._history(sim.now, util),
+            candidates=cands,
+            legal=legal,
+            legal_pairs=flat,
+            pair_x=pair_x,
+            global_x=global_x,
+            wait_legal=bool(wait_legal),
             wake_s=rs.wake_s,
         )
 
@@ -655,8 +744,12 @@ class FeatureBuilder:
 
     def _note_opened(self, sim: Simulator, run_node: IntArray) -> None:
         """Nodes that ran anything (billing runs from a node's first start)."""
+        self._note_attempts(sim)
+        self._opened[run_node] = True
+
+    def _note_attempts(self, sim: Simulator) -> None:
+        """Nodes of the attempts recorded since the last look (the running ones are marked by the caller)."""
         attempts = sim.trace.attempts
         for a in attempts[self._attempts_seen :]:
             self._opened[a.node] = True
         self._attempts_seen = len(attempts)
-        self._opened[run_node] = True

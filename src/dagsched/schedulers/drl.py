@@ -98,8 +98,11 @@ class DRLScheduler(Scheduler):
     ) -> None:
         import torch  # here, not at module level: importing the scheduler registry must stay light
 
+        from dagsched.rl.kernels import warm_up
+
         super().__init__()
         torch.set_num_threads(1)  # batch-1 inference: two threads on two cores were 5-20x slower
+        warm_up()  # the feature kernels compile (or load) here, not inside the first timed decision
         self.policy = policy if policy is not None else load_cached_policy(policy_path)
         self.policy.eval()
         self.greedy = greedy

@@ -1,0 +1,478 @@
+"""Compiled decision features: `FeatureBuilder.ready_state` and `.decision` as two numba kernels, bit for bit.
+
+Why: a learned plan of a 20-task workflow is 20 decisions, and each one built its features from
+about 150 numpy calls on arrays of 20 tasks and 16 nodes, so call overhead, not arithmetic, was
+the cost (8 of the 22 ms of a service plan). Here each decision is one call.
+
+The kernels repeat the numpy code of `dagsched.rl.features` operation for operation, in float64
+and in the same order (sums that numpy does pairwise are done pairwise here too, `_pairwise_sum`),
+so the float32 features they give are identical to the bit; tests/rl/test_kernels.py checks that
+on every decision of runs in both modes, with failures, boot delays and noise. No fastmath: fused
+multiply-adds would change the last bit. Constants that need libm (log1p) come in from numpy.
+
+`AVAILABLE` is False where numba cannot be imported; `FeatureBuilder` then stays on numpy.
+Compiled code is cached on disk beside this file (numba's `cache=True`), so only the first
+process after an install pays the compile (a few seconds; `warm_up` does it on purpose).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+try:
+    from numba import njit
+
+    AVAILABLE = True
+except ImportError:  # pragma: no cover  (numba is a locked dependency; this keeps a bare install working)
+    AVAILABLE = False
+
+    def njit(*args: Any, **kwargs: Any) -> Any:
+        return lambda f: f
+
+
+EPS = 1e-9  # features._EPS, the simulator's tolerance
+CLIP = 10.0  # features.FEATURE_CLIP
+N_PAIR = 11  # len(features.PAIR_FEATURES)
+
+
+@njit(cache=True)
+def _clip(x: float) -> float:
+    """np.clip(x, -CLIP, CLIP) (inf goes to the bound, nan stays nan)."""
+    if x < -CLIP:
+        return -CLIP
+    if x > CLIP:
+        return CLIP
+    return x
+
+
+@njit(cache=True)
+def _max(a: float, b: float) -> float:
+    """np.maximum of two floats (nan if either is nan)."""
+    return a if (a >= b or np.isnan(a)) else b
+
+
+@njit(cache=True)
+def _pair_value(x: float) -> float:
+    """np.clip(np.nan_to_num(x, nan=CLIP, posinf=CLIP), -CLIP, CLIP): the pair features' cleaning."""
+    if np.isnan(x):
+        return CLIP
+    return _clip(x)
+
+
+@njit(cache=True)
+def _block_sum(a: Any, lo: int, n: int) -> float:
+    """numpy's pairwise_sum leaf (n <= 128): sequential below 8, else 8 accumulators combined pairwise."""
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    r = np.empty(8)
+    for j in range(8):
+        r[j] = a[lo + j]
+    i = 8
+    while i < n - (n % 8):
+        for j in range(8):
+            r[j] += a[lo + i + j]
+        i += 8
+    res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@njit(cache=True)
+def _pairwise_sum(a: Any, n: int) -> float:
+    """numpy's add.reduce of a contiguous float64 a[:n], to the bit: halves (a multiple of 8 on the left) until
+    128 or fewer remain, each half summed by `_block_sum`. Iterative: numba's disk cache mishandles recursion."""
+    if n <= 128:
+        return _block_sum(a, 0, n)
+    todo_lo, todo_n, todo_stage = np.empty(128, np.int64), np.empty(128, np.int64), np.empty(128, np.int64)
+    vals = np.empty(128)
+    top, nv = 1, 0
+    todo_lo[0], todo_n[0], todo_stage[0] = 0, n, 0
+    while top:
+        top -= 1
+        lo, size, stage = todo_lo[top], todo_n[top], todo_stage[top]
+        if size <= 128:
+            vals[nv] = _block_sum(a, lo, size)
+            nv += 1
+        elif stage == 0:
+            half = size // 2
+            half -= half % 8
+            todo_lo[top], todo_n[top], todo_stage[top] = lo, size, 1  # combine after both halves
+            todo_lo[top + 1], todo_n[top + 1], todo_stage[top + 1] = lo + half, size - half, 0
+            todo_lo[top + 2], todo_n[top + 2], todo_stage[top + 2] = lo, half, 0
+            top += 3
+        else:
+            nv -= 1
+            vals[nv - 1] = vals[nv - 1] + vals[nv]  # IEEE addition commutes: the order of the halves is free
+    return vals[0]
+
+
+@njit(cache=True)
+def ready_kernel(
+    now: float,
+    ready: Any,
+    arrival_all: Any,
+    req: Any,
+    classic: bool,
+    ever_fits: Any,
+    node_up: Any,
+    node_available_s: Any,
+    free: Any,
+) -> Any:
+    """`FeatureBuilder.ready_state` after the arrival rows are known: (arrival, legal, wake) of the ready tasks."""
+    r, m = len(ready), arrival_all.shape[1]
+    arrival = np.empty((r, m))
+    legal = np.zeros((r, m), dtype=np.bool_)
+    node_ok = np.empty(m, dtype=np.bool_)
+    for j in range(m):
+        node_ok[j] = node_up[j] and not (node_available_s[j] > now)
+    horizon = now + EPS
+    wake = np.inf
+    for i in range(r):
+        t = ready[i]
+        for j in range(m):
+            a = arrival_all[t, j]
+            arrival[i, j] = a
+            if a <= horizon:
+                room = free[j, 0] + EPS >= req[t, 0] and (
+                    classic or (free[j, 1] + EPS >= req[t, 1] and free[j, 2] + EPS >= req[t, 2])
+                )
+                legal[i, j] = node_ok[j] and room
+            elif ever_fits[t, j] and node_up[j] and a < wake:
+                wake = a
+    return arrival, legal, wake
+
+
+@njit(cache=True)
+def _candidate_order(ready: Any, legal: Any, rank_u: Any, topo_pos: Any, k_max: int) -> Any:
+    """Rows of the first k_max ready tasks: startable first, then by upward rank (high first), then topo position."""
+    r, m = legal.shape
+    startable = np.zeros(r, dtype=np.bool_)
+    for i in range(r):
+        for j in range(m):
+            if legal[i, j]:
+                startable[i] = True
+                break
+    k = min(k_max, r)
+    order = np.empty(k, dtype=np.int64)
+    filled = 0
+    for i in range(r):  # insertion into a sorted top-k: keys (not startable, -rank_u, topo_pos), all distinct
+        t = ready[i]
+        pos = filled
+        while pos > 0:
+            p = order[pos - 1]
+            q = ready[p]
+            if startable[i] != startable[p]:
+                before = startable[i]
+            elif rank_u[t] != rank_u[q]:
+                before = rank_u[t] > rank_u[q]
+            else:
+                before = topo_pos[t] < topo_pos[q]
+            if not before:
+                break
+            pos -= 1
+        if pos >= k:
+            continue
+        last = min(filled, k - 1)
+        for s in range(last, pos, -1):
+            order[s] = order[s - 1]
+        order[pos] = i
+        if filled < k:
+            filled += 1
+    return order
+
+
+@njit(cache=True)
+def _room_times(now: float, req_c: Any, free: Any, run_node: Any, run_end: Any, run_req: Any) -> Any:
+    """`Simulator.room_times(req_c)`, given the running tasks' nodes, predicted ends and requests (dict order)."""
+    k, m = req_c.shape[0], free.shape[0]
+    room = np.empty((k, m))
+    for i in range(k):
+        for j in range(m):
+            fits = free[j, 0] + 1e-9 >= req_c[i, 0] and free[j, 1] + 1e-9 >= req_c[i, 1]
+            room[i, j] = now if fits and free[j, 2] + 1e-9 >= req_c[i, 2] else np.inf
+    nr = len(run_node)
+    if nr == 0:
+        return room
+    by_end = np.argsort(run_end, kind="mergesort")  # np.lexsort((run_end, run_node)): two stable sorts
+    order = by_end[np.argsort(run_node[by_end], kind="mergesort")]
+    cum = np.empty((nr, 3))
+    acc = np.zeros(3)
+    for s in range(nr):  # numpy's cumsum over all rows, then the difference from the node's first row
+        for c in range(3):
+            acc[c] += run_req[order[s], c]
+            cum[s, c] = acc[c]
+    first = 0
+    for s in range(nr):
+        nd = run_node[order[s]]
+        if s > 0 and nd != run_node[order[s - 1]]:
+            first = s
+        for i in range(k):
+            ok = True
+            for c in range(3):
+                before = cum[first - 1, c] if first > 0 else 0.0
+                if not (free[nd, c] + (cum[s, c] - before) + 1e-9 >= req_c[i, c]):
+                    ok = False
+                    break
+            if ok and run_end[order[s]] < room[i, nd]:
+                room[i, nd] = run_end[order[s]]
+    return room
+
+
+@njit(cache=True)
+def decision_kernel(
+    now: float,
+    scale_s: float,
+    ready: Any,
+    arrival: Any,
+    legal_r: Any,
+    k_max: int,
+    rank_u: Any,
+    topo_pos: Any,
+    status: Any,
+    run: Any,
+    node_of: Any,
+    start_s: Any,
+    exec_s: Any,
+    slow_factor: Any,
+    req: Any,
+    run_req: Any,
+    classic: bool,
+    cap: Any,
+    cap_norm: Any,
+    node_static: Any,
+    opened: Any,
+    submit_s: Any,
+    deadline_s: Any,
+    ever_fits: Any,
+    node_up: Any,
+    node_available_s: Any,
+    free: Any,
+    price: Any,
+    pred_ptr: Any,
+    pred_idx: Any,
+    pred_data: Any,
+    avoid_node: Any,
+    rank_fast: Any,
+    work_share_s: Any,
+    global_const: Any,
+    can_advance: bool,
+    done: bool,
+) -> Any:
+    """`FeatureBuilder.decision` (see there): (task_dyn, node_x, util, cands, legal, flat pairs, pair_x, global_x,
+    wait_legal). `opened` is updated in place with the nodes running something, as `_note_opened` does.
+    global_const = [t0, n_done, log1p(n)/8, log1p(m)/5, cpu capacity summed by numpy]."""
+    n, m = exec_s.shape
+    s = scale_s
+    # _candidates
+    order = _candidate_order(ready, legal_r, rank_u, topo_pos, k_max)
+    k = len(order)
+    cands = np.empty(k, dtype=np.int64)
+    legal = np.empty((k, m), dtype=np.bool_)
+    arr_c = np.empty((k, m))
+    for i in range(k):
+        cands[i] = ready[order[i]]
+        for j in range(m):
+            legal[i, j] = legal_r[order[i], j]
+            arr_c[i, j] = arrival[order[i], j]
+    # _running
+    nr = len(run)
+    run_node = np.empty(nr, dtype=np.int64)
+    run_end = np.empty(nr)
+    for r in range(nr):
+        t = run[r]
+        nd = node_of[t]
+        run_node[r] = nd
+        e = start_s[t] + exec_s[t, nd] * slow_factor[nd]
+        run_end[r] = _max(e, now)
+    # _task_dynamic
+    task_dyn = np.zeros((n, 8), dtype=np.float32)
+    remaining = np.zeros(n)
+    for r in range(nr):
+        remaining[run[r]] = (run_end[r] - now) / s
+    cand_flag = np.zeros(n)
+    for i in range(k):
+        cand_flag[cands[i]] = 1.0
+    for t in range(n):
+        task_dyn[t, status[t]] = 1.0
+        task_dyn[t, 4] = np.float32(_clip(cand_flag[t]))
+        task_dyn[t, 5] = np.float32(_clip(remaining[t]))
+        task_dyn[t, 6] = np.float32(_clip(_max(submit_s[t] - now, 0.0) / s))
+        task_dyn[t, 7] = np.float32(_clip((deadline_s[t] - now) / s))
+    # _nodes
+    busy_until = np.zeros(m)
+    n_running = np.zeros(m)
+    for r in range(nr):
+        nd = run_node[r]
+        v = (run_end[r] - now) / s
+        if v > busy_until[nd]:
+            busy_until[nd] = v
+        n_running[nd] += 1.0
+        opened[nd] = True
+    node_x = np.empty((m, 14), dtype=np.float32)
+    util = np.empty(m)
+    used_cpu = np.empty(m)
+    up_now = np.empty(m, dtype=np.bool_)
+    up_count = 0.0
+    for j in range(m):
+        cpu_cap = cap[j, 0]
+        used_cpu[j] = cpu_cap - free[j, 0]
+        util[j] = used_cpu[j] / cpu_cap
+        up_now[j] = node_up[j] and not (node_available_s[j] > now)
+        up_count += 1.0 if up_now[j] else 0.0
+        if classic:
+            node_x[j, 0] = np.float32(_clip(free[j, 0]))
+            node_x[j, 1] = 0.0
+            node_x[j, 2] = 0.0
+        else:
+            for c in range(3):
+                node_x[j, c] = np.float32(_clip(free[j, c] / cap_norm[c]))
+        for c in range(5):
+            node_x[j, 3 + c] = np.float32(_clip(node_static[j, c]))
+        node_x[j, 8] = np.float32(_clip(n_running[j] / cpu_cap))
+        node_x[j, 9] = np.float32(_clip(util[j]))
+        node_x[j, 10] = 1.0 if up_now[j] else 0.0
+        boot = _max(node_available_s[j] - now, 0.0) / s if node_up[j] else CLIP
+        node_x[j, 11] = np.float32(_clip(boot))
+        node_x[j, 12] = np.float32(_clip(busy_until[j]))
+        node_x[j, 13] = 1.0 if opened[j] else 0.0
+    # legal pairs, in flat order
+    n_legal = 0
+    for i in range(k):
+        for j in range(m):
+            if legal[i, j]:
+                n_legal += 1
+    flat = np.empty(n_legal, dtype=np.int64)
+    pair_x = np.zeros((n_legal, N_PAIR), dtype=np.float32)
+    finish = np.zeros((k, m))
+    if k:
+        # _pair_times
+        req_c = np.empty((k, 3))
+        for i in range(k):
+            for c in range(3):
+                req_c[i, c] = req[cands[i], c]
+        room = _room_times(now, req_c, free, run_node, run_end, run_req)
+        avail = np.empty(m)
+        for j in range(m):
+            avail[j] = _max(node_available_s[j], now) if node_up[j] else np.inf
+        start = np.empty((k, m))
+        cost = np.empty((k, m))
+        fits = np.empty((k, m), dtype=np.bool_)
+        best = np.full(k, np.inf)
+        cost_max = np.zeros(k)
+        for i in range(k):
+            t = cands[i]
+            for j in range(m):
+                fits[i, j] = ever_fits[t, j] and node_up[j]
+                st = _max(_max(arr_c[i, j], avail[j]), room[i, j])
+                start[i, j] = _max(st, now) if fits[i, j] else np.inf
+                finish[i, j] = start[i, j] + exec_s[t, j]
+                cost[i, j] = exec_s[t, j] * price[j]
+                if finish[i, j] < best[i]:
+                    best[i] = finish[i, j]
+                c = cost[i, j] if fits[i, j] else 0.0
+                if j == 0 or c > cost_max[i]:
+                    cost_max[i] = c
+        # _transfer_share
+        share = np.zeros((k, m))
+        for i in range(k):
+            t = cands[i]
+            total = 0.0
+            on_node = np.zeros(m)
+            for e in range(pred_ptr[t], pred_ptr[t + 1]):
+                on_node[node_of[pred_idx[e]]] += pred_data[e]
+                total += pred_data[e]
+            if total > 0:
+                for j in range(m):
+                    share[i, j] = (total - on_node[j]) / total
+        # _pair_columns at the legal pairs
+        p = 0
+        for i in range(k):
+            t = cands[i]
+            for j in range(m):
+                if not legal[i, j]:
+                    continue
+                flat[p] = i * m + j
+                ex = exec_s[t, j]
+                pair_x[p, 0] = np.float32(_pair_value((start[i, j] - now) / s))
+                pair_x[p, 1] = np.float32(_pair_value((finish[i, j] - now) / s))
+                pair_x[p, 2] = np.float32(_pair_value(ex / s))
+                pair_x[p, 3] = np.float32(_pair_value(_max(arr_c[i, j] - now, 0.0) / s))
+                pair_x[p, 4] = np.float32(_pair_value(share[i, j]))
+                pair_x[p, 5] = 1.0
+                gap = finish[i, j] - best[i] if np.isfinite(best[i]) else np.inf
+                pair_x[p, 6] = np.float32(_pair_value(gap / s))
+                pair_x[p, 7] = np.float32(_pair_value((_max(room[i, j], avail[j]) - now) / s))
+                pair_x[p, 8] = np.float32(_pair_value(cost[i, j] / cost_max[i] if cost_max[i] > 0 else 0.0))
+                pair_x[p, 9] = 1.0 if fits[i, j] else 0.0
+                pair_x[p, 10] = 1.0 if avoid_node[t] == j else 0.0
+                p += 1
+    # _global
+    n_f = float(n)
+    rank_left = 0.0
+    work = np.empty(n)
+    n_work = 0
+    for t in range(n):
+        if status[t] != 3:  # DONE
+            if rank_fast[t] > rank_left:
+                rank_left = rank_fast[t]
+            work[n_work] = work_share_s[t]
+            n_work += 1
+    g = np.empty(10)
+    g[0] = (now - global_const[0]) / s
+    g[1] = global_const[1] / n_f
+    g[2] = len(ready) / n_f
+    g[3] = nr / n_f
+    g[4] = global_const[2]
+    g[5] = global_const[3]
+    g[6] = up_count / m
+    g[7] = rank_left / s
+    g[8] = _pairwise_sum(work, n_work) / s
+    g[9] = _pairwise_sum(used_cpu, m) / global_const[4]
+    global_x = np.empty(10, dtype=np.float32)
+    for c in range(10):
+        global_x[c] = np.float32(_clip(g[c]))
+    # _wait_legal
+    any_legal = n_legal > 0
+    helpful = False
+    if any_legal:
+        for i in range(k):
+            best_legal, best_later, row_legal = np.inf, np.inf, False
+            for j in range(m):
+                if legal[i, j]:
+                    row_legal = True
+                    if finish[i, j] < best_legal:
+                        best_legal = finish[i, j]
+                elif finish[i, j] < best_later:
+                    best_later = finish[i, j]
+            if row_legal and best_later < best_legal - EPS:
+                helpful = True
+    wait_legal = can_advance and (not any_legal or helpful) and not done
+    return task_dyn, node_x, util, cands, legal, flat, pair_x, global_x, wait_legal
+
+
+_WARM = False
+
+
+def warm_up() -> None:
+    """Compile (or load from the disk cache) both kernels now, on a two-task problem: so the first decision a
+    process makes, which a deadline or a latency histogram may be watching, does not pay for it. Idempotent."""
+    global _WARM
+    if _WARM or not AVAILABLE:
+        return
+    from dagsched.model import Cluster, Node, Problem, Task, Workflow, compile_problem
+    from dagsched.rl.features import FeatureBuilder
+    from dagsched.sim.engine import Simulator
+
+    wf = Workflow(name="warm", tasks=[Task(id="a", runtime=1.0, cpu=1), Task(id="b", runtime=1.0, cpu=1)])
+    cp = compile_problem(Problem(workflows=[wf], cluster=Cluster(nodes=[Node(id="n", cpu=2, mem=4)])))
+    sim = Simulator(cp)
+    sim.step()
+    FeatureBuilder(cp, sim.classic, compiled=True).decision(sim)
+    _WARM = True
