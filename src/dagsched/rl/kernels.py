@@ -476,3 +476,204 @@ def warm_up() -> None:
     sim.step()
     FeatureBuilder(cp, sim.classic, compiled=True).decision(sim)
     _WARM = True
+
+
+# ---- the policy's forward on a dense DAG (PolicyInference.logits) ------------------------------------
+# Unlike the features these are float32 products summed in float64, so they equal numpy's BLAS products
+# within float32 rounding, not to the bit (as PolicyInference itself equals forward_single): the tests hold
+# them to forward_single's logits within 1e-5 and to the same greedy picks and plans.
+
+
+@njit(cache=True)
+def _matmul(a: Any, b: Any) -> Any:
+    """a (r, q) @ b (q, c), float32 in and out, each sum in float64."""
+    r, q = a.shape
+    c = b.shape[1]
+    out = np.empty((r, c), dtype=np.float32)
+    acc = np.empty(c)
+    for i in range(r):
+        acc[:] = 0.0
+        for p in range(q):
+            x = np.float64(a[i, p])
+            if x != 0.0:
+                for j in range(c):
+                    acc[j] += x * b[p, j]
+        for j in range(c):
+            out[i, j] = acc[j]
+    return out
+
+
+@njit(cache=True)
+def _linear(x: Any, w: Any, b: Any, relu: bool) -> Any:
+    out = _matmul(x, w)
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            v = out[i, j] + b[j]
+            out[i, j] = max(v, np.float32(0.0)) if relu else v
+    return out
+
+
+@njit(cache=True)
+def _mlp(x: Any, ws: Any, bs: Any, relu_last: bool) -> Any:
+    """An `_mlp` (ReLU between layers; after the last too when relu_last), layers as tuples of (W^T, b)."""
+    for i in range(len(ws)):
+        x = _linear(x, ws[i], bs[i], relu_last or i < len(ws) - 1)
+    return x
+
+
+@njit(cache=True)
+def _message_round(h: Any, w: Any, bias: Any, mat: Any, heads: int, gat: bool, slope: float) -> Any:
+    """One fused round on a dense DAG (policy._Graph.__call__): [along's heads | against's heads] (n, F * C)."""
+    n = h.shape[0]
+    proj = _matmul(h, w)
+    fc = proj.shape[1] - (2 * heads if gat else 0)
+    c_per = fc // heads
+    out = np.empty((n, fc), dtype=np.float32)
+    p = np.empty(n)
+    acc = np.empty(c_per)
+    shift = False
+    if gat:
+        src_max, dst_max = 0.0, 0.0
+        for j in range(n):
+            for f in range(heads):
+                src_max = max(src_max, abs(np.float64(proj[j, fc + f])))
+                dst_max = max(dst_max, abs(np.float64(proj[j, fc + heads + f])))
+        shift = src_max + dst_max > 60.0  # policy._EXP_SAFE
+    for f in range(heads):
+        for i in range(n):
+            if gat:
+                top = -np.inf
+                for j in range(n):
+                    if mat[f, i, j] == -np.inf:  # not an edge (most pairs): weight 0, no exp to pay for
+                        p[j] = -np.inf
+                        continue
+                    e = np.float64(proj[i, fc + heads + f]) + proj[j, fc + f]
+                    e = max(e, slope * e) + mat[f, i, j]  # leaky ReLU, then the edge's log-multiplicity
+                    p[j] = e
+                    top = max(top, e)
+                total = 0.0
+                for j in range(n):
+                    if p[j] == -np.inf:
+                        p[j] = 0.0
+                        continue
+                    p[j] = np.exp(p[j] - top) if shift else np.exp(p[j])
+                    total += p[j]
+            else:
+                total = 1.0
+                for j in range(n):
+                    p[j] = mat[f, i, j]
+            acc[:] = 0.0
+            for j in range(n):  # row by row, skipping the tasks that send nothing to i (most of them)
+                if p[j] != 0.0:
+                    for c in range(c_per):
+                        acc[c] += p[j] * proj[j, f * c_per + c]
+            for c in range(c_per):
+                out[i, f * c_per + c] = acc[c] / total + bias[f * c_per + c]
+    return out
+
+
+@njit(cache=True)
+def dense_logits(
+    static_pre: Any,
+    task_dyn_w: Any,
+    second_w: Any,
+    second_b: Any,
+    round_ws: Any,
+    round_bs: Any,
+    mix_ws: Any,
+    mix_bs: Any,
+    mat: Any,
+    heads: int,
+    gat: bool,
+    slope: float,
+    node_ws: Any,
+    node_bs: Any,
+    global_ws: Any,
+    global_bs: Any,
+    summary_ws: Any,
+    summary_bs: Any,
+    pair_task: Any,
+    pair_node: Any,
+    pair_in_w: Any,
+    pair_in_b: Any,
+    pair_summary: Any,
+    out_ws: Any,
+    out_bs: Any,
+    wait_g: Any,
+    wait_c: Any,
+    wait_b: Any,
+    wait2_w: Any,
+    wait2_b: Any,
+    task_dyn: Any,
+    node_x: Any,
+    global_x: Any,
+    cands: Any,
+    legal_pairs: Any,
+    pair_x: Any,
+    wait_legal: bool,
+) -> Any:
+    """PolicyInference.logits before its tie check: (scores of the legal pairs, candidate embeddings, wait logit)."""
+    n = static_pre.shape[0]
+    m = node_x.shape[0]
+    # task encoder and message passing (PolicyInference.embed_tasks)
+    pre = _matmul(task_dyn, task_dyn_w)
+    for i in range(n):
+        for j in range(pre.shape[1]):
+            pre[i, j] = max(static_pre[i, j] + pre[i, j], np.float32(0.0))
+    h = _linear(pre, second_w, second_b, True)
+    for r in range(len(round_ws)):
+        msg = _linear(_message_round(h, round_ws[r], round_bs[r], mat, heads, gat, slope), mix_ws[r], mix_bs[r], True)
+        h = h + msg
+    # nodes, summary
+    node_h = _mlp(node_x, node_ws, node_bs, True)
+    g_in = _mlp(global_x.reshape(1, -1), global_ws, global_bs, False)
+    hd, nd_w = h.shape[1], node_h.shape[1]
+    pooled = np.empty((1, hd + nd_w + g_in.shape[1]), dtype=np.float32)
+    for j in range(hd):
+        s = 0.0
+        for i in range(n):
+            s += h[i, j]
+        pooled[0, j] = s / n
+    for j in range(nd_w):
+        s = 0.0
+        for i in range(m):
+            s += node_h[i, j]
+        pooled[0, hd + j] = s / m
+    for j in range(g_in.shape[1]):
+        pooled[0, hd + nd_w + j] = g_in[0, j]
+    g = _mlp(pooled, summary_ws, summary_bs, True)
+    k = len(cands)
+    cand_h = np.empty((k, hd), dtype=np.float32)
+    for i in range(k):
+        cand_h[i] = h[cands[i]]
+    # pairs
+    n_legal = len(legal_pairs)
+    scores = np.empty(n_legal, dtype=np.float32)
+    if n_legal:
+        ct = _matmul(cand_h, pair_task)
+        nt = _matmul(node_h, pair_node)
+        gs = _matmul(g, pair_summary)
+        px = _matmul(pair_x, pair_in_w)
+        z = np.empty((n_legal, ct.shape[1]), dtype=np.float32)
+        for p in range(n_legal):
+            row, col = legal_pairs[p] // m, legal_pairs[p] % m
+            for j in range(ct.shape[1]):
+                v = np.float64(ct[row, j]) + nt[col, j] + px[p, j] + pair_in_b[j] + gs[0, j]
+                z[p, j] = max(v, 0.0)
+        sc = _mlp(z, out_ws, out_bs, False)
+        for p in range(n_legal):
+            scores[p] = sc[p, 0]
+    wait = np.float32(0.0)
+    if wait_legal:
+        mean = np.zeros((1, hd), dtype=np.float32)
+        for j in range(hd):
+            s = 0.0
+            for i in range(k):
+                s += cand_h[i, j]
+            mean[0, j] = s / max(k, 1)
+        a, b = _matmul(g, wait_g), _matmul(mean, wait_c)
+        first = np.empty((1, a.shape[1]), dtype=np.float32)
+        for j in range(a.shape[1]):
+            first[0, j] = max(np.float64(a[0, j]) + b[0, j] + wait_b[j], 0.0)
+        wait = _linear(first, wait2_w, wait2_b, False)[0, 0]
+    return scores, cand_h, wait

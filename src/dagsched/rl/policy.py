@@ -49,6 +49,7 @@ from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv
 from torch_geometric.utils import add_self_loops
 
+from dagsched.rl import kernels
 from dagsched.rl.features import (
     FEATURE_VERSION,
     GLOBAL_FEATURES,
@@ -681,13 +682,53 @@ class PolicyInference:
     MASK_LOGIT whatever their score). Make one per plan; it reads the policy's weights as they are then.
     """
 
-    def __init__(self, policy: SchedulingPolicy, builder: FeatureBuilder) -> None:
+    def __init__(self, policy: SchedulingPolicy, builder: FeatureBuilder, compiled: bool | None = None) -> None:
         w = self.w = _weights(policy)
         n = builder.cp.n_tasks
         self.task_static = builder.task_static
         self.static_class = _same_rows(builder.task_static)  # tasks that differ here never tie
         self.static_pre = _mm(builder.task_static, w.task_static_w) + w.task_b  # (n, h)
         self.graph = _Graph(builder.edge_index, n, w.heads, w.gat, w.slope)
+        use_kernel = kernels.AVAILABLE if compiled is None else compiled and kernels.AVAILABLE
+        use_kernel = use_kernel and self.graph.dense and not w.history and len(w.rounds) > 0
+        self._kernel_weights = self._pack(w) if use_kernel else None
+
+    def _pack(self, w: _Weights) -> tuple[Any, ...]:
+        """`kernels.dense_logits`'s weight arguments, in its order (layer lists as tuples)."""
+
+        def layers(ls: Layers) -> tuple[tuple[Array32, ...], tuple[Array32, ...]]:
+            return tuple(wt for wt, _ in ls), tuple(b for _, b in ls)
+
+        (second_w, second_b) = w.task_second[0]
+        (wait2_w, wait2_b) = w.wait_second[0]
+        return (
+            self.static_pre,
+            w.task_dyn_w,
+            second_w,
+            second_b,
+            tuple(r.w for r in w.rounds),
+            tuple(r.bias for r in w.rounds),
+            tuple(r.mix_w for r in w.rounds),
+            tuple(r.mix_b for r in w.rounds),
+            self.graph.mat,
+            self.graph.heads,
+            w.gat,
+            w.slope,
+            *layers(w.node_in),
+            *layers(w.global_in),
+            *layers(w.summary),
+            w.pair_task,
+            w.pair_node,
+            w.pair_in[0],
+            w.pair_in[1],
+            w.pair_summary,
+            *layers(w.pair_out),
+            w.wait_g,
+            w.wait_c,
+            w.wait_b,
+            wait2_w,
+            wait2_b,
+        )
 
     def _same_task(self, d: DecisionInputs, cand_h: Array32) -> npt.NDArray[np.int64]:
         """For each candidate, the first one with bit-identical features and an embedding equal within rounding."""
@@ -712,6 +753,37 @@ class PolicyInference:
 
     def logits(self, d: DecisionInputs) -> Array32:
         """Masked logits (k * m + 1,) in the unpadded action layout, as `forward_single` gives them."""
+        if self._kernel_weights is not None:
+            scores, cand_h, wait = kernels.dense_logits(
+                *self._kernel_weights,
+                d.task_dyn,
+                d.node_x,
+                d.global_x,
+                d.candidates,
+                d.legal_pairs,
+                d.pair_x,
+                d.wait_legal,
+            )
+        else:
+            scores, cand_h, wait = self._scores(d)
+        m = d.n_nodes
+        out = np.full(len(d.candidates) * m + 1, MASK_LOGIT, dtype=np.float32)
+        if len(d.legal_pairs):
+            rows, cols = np.divmod(d.legal_pairs, m)
+            top = float(scores.max())
+            near = np.flatnonzero(scores >= top - _NEAR_TIE * (1.0 + abs(top)))
+            if len(near) > 1:  # same inputs, same score: exact ties of forward_single stay exact ties here
+                node_bits = np.concatenate([d.node_x, d.node_history], axis=1).view(np.int32)[cols[near]]
+                task = self._same_task(d, cand_h)[rows[near], None]
+                bits = np.concatenate([task, node_bits, d.pair_x[near].view(np.int32)], axis=1, dtype=np.int64)
+                scores[near] = scores[near][_first_equal(bits)]
+            out[d.legal_pairs] = scores
+        if d.wait_legal:
+            out[-1] = wait
+        return out
+
+    def _scores(self, d: DecisionInputs) -> tuple[Array32, Array32, np.float32]:
+        """Scores of the legal pairs, candidate embeddings and the wait logit, in numpy."""
         w = self.w
         h = self.embed_tasks(d)
         node_in = d.node_x
@@ -728,23 +800,16 @@ class PolicyInference:
         g = np.maximum(_apply(w.summary, pooled), 0.0)
         cand_h = h[d.candidates]
         k, m = len(d.candidates), node_h.shape[0]
-        out = np.full(k * m + 1, MASK_LOGIT, dtype=np.float32)
+        scores = np.zeros(0, dtype=np.float32)
         if len(d.legal_pairs):
             rows, cols = np.divmod(d.legal_pairs, m)
             z = (cand_h @ w.pair_task)[rows] + _mm(node_h, w.pair_node)[cols]
             z += _mm(d.pair_x, w.pair_in[0]) + w.pair_in[1]
             z += g @ w.pair_summary
             scores = _apply(w.pair_out, np.maximum(z, 0.0))[:, 0]
-            top = float(scores.max())
-            near = np.flatnonzero(scores >= top - _NEAR_TIE * (1.0 + abs(top)))
-            if len(near) > 1:  # same inputs, same score: exact ties of forward_single stay exact ties here
-                node_bits = np.concatenate([d.node_x, d.node_history], axis=1).view(np.int32)[cols[near]]
-                task = self._same_task(d, cand_h)[rows[near], None]
-                bits = np.concatenate([task, node_bits, d.pair_x[near].view(np.int32)], axis=1, dtype=np.int64)
-                scores[near] = scores[near][_first_equal(bits)]
-            out[d.legal_pairs] = scores
+        wait = np.float32(0.0)
         if d.wait_legal:
             cand_mean = cand_h.sum(0) / np.float32(max(k, 1))
             first = np.maximum(g @ w.wait_g + cand_mean @ w.wait_c + w.wait_b, 0.0)
-            out[-1] = _apply(w.wait_second, first[None, :])[0, 0]
-        return out
+            wait = _apply(w.wait_second, first[None, :])[0, 0]
+        return scores, cand_h, wait
