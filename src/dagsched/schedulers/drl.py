@@ -104,7 +104,8 @@ class DRLScheduler(Scheduler):
         torch.set_num_threads(1)  # batch-1 inference: two threads on two cores were 5-20x slower
         warm_up()  # the feature kernels compile (or load) here, not inside the first timed decision
         self.policy = policy if policy is not None else load_cached_policy(policy_path)
-        self.policy.eval()
+        if self.policy.training:  # eval() walks every module: a per-plan cost in the service
+            self.policy.eval()
         self.greedy = greedy
         self.uses_seed = not greedy  # argmax never reads the seed; sampling does
         self.temperature = temperature
