@@ -166,9 +166,20 @@ class Simulator:
         else:
             self._noise = np.ones(self.cp.n_tasks)
         self._sigma2 = float(np.log1p(cv * cv))
-        self._retry_rng = np.random.default_rng(retry_seq)
-        self._fail_rngs = [np.random.default_rng(s) for s in fail_seq.spawn(m)]
-        self._slow_rngs = [np.random.default_rng(s) for s in slow_seq.spawn(m)]
+        self._retry_rng = np.random.default_rng(retry_seq) if self._sigma2 > 0 else None
+        # per-node failure and straggler streams, made on first use (2 x m generators cost more than a whole
+        # small noise-free run); a SeedSequence spawns the same children whenever it first does, and forks
+        # share these lists and sequences, so the streams are the same as if made here
+        self._node_seqs = (fail_seq, slow_seq)
+        self._node_rngs: list[list[np.random.Generator] | None] = [None, None]
+
+    def _node_rng(self, which: int, nd: int) -> np.random.Generator:
+        """Node nd's failure (which=0) or straggler (which=1) stream."""
+        streams = self._node_rngs[which]
+        if streams is None:
+            streams = [np.random.default_rng(s) for s in self._node_seqs[which].spawn(self.cp.n_nodes)]
+            self._node_rngs[which] = streams
+        return streams[nd]
 
     def _attempt_noise(self, t: int) -> float:
         if self.predicted or self._sigma2 == 0.0:
@@ -176,17 +187,17 @@ class Simulator:
         if self.attempts[t] == 0:
             return float(self._noise[t])
         s2 = self._sigma2
-        return float(self._retry_rng.lognormal(-s2 / 2, np.sqrt(s2)))
+        return float(self._retry_rng.lognormal(-s2 / 2, np.sqrt(s2)))  # type: ignore[union-attr]
 
     def _schedule_failure(self, nd: int) -> None:
         mtbf = self.config.mtbf_s
         if mtbf and not self.classic and not self.predicted:
-            self._push(self.now + float(self._fail_rngs[nd].exponential(mtbf)), FAIL, nd)
+            self._push(self.now + float(self._node_rng(0, nd).exponential(mtbf)), FAIL, nd)
 
     def _schedule_straggler(self, nd: int) -> None:
         rate = self.config.straggler_rate_per_h
         if rate > 0 and not self.classic and not self.predicted:
-            self._push(self.now + float(self._slow_rngs[nd].exponential(3600.0 / rate)), SLOW_START, nd)
+            self._push(self.now + float(self._node_rng(1, nd).exponential(3600.0 / rate)), SLOW_START, nd)
 
     # ---- the event heap ----------------------------------------------------------
 
@@ -427,7 +438,7 @@ class Simulator:
             self._open_outage[nd] = self.now
             mttr = self.config.mttr_s
             if mttr is not None:
-                self._push(self.now + float(self._fail_rngs[nd].exponential(mttr)), REPAIR, nd)
+                self._push(self.now + float(self._node_rng(0, nd).exponential(mttr)), REPAIR, nd)
         elif kind == REPAIR:
             nd = payload
             self.node_up[nd] = True
@@ -442,7 +453,7 @@ class Simulator:
             self._changed = True
         elif kind == SLOW_START:
             nd = payload
-            rng = self._slow_rngs[nd]
+            rng = self._node_rng(1, nd)
             length = float(rng.exponential(self.config.straggler_duration_s))
             self._open_slowdown[nd] = (self.now, self.config.straggler_factor)
             self._rescale(nd, self.config.straggler_factor)
@@ -562,8 +573,8 @@ class Simulator:
         f._noise = self._noise  # never read in predicted mode
         f._sigma2 = 0.0
         f._retry_rng = self._retry_rng
-        f._fail_rngs = self._fail_rngs
-        f._slow_rngs = self._slow_rngs
+        f._node_seqs = self._node_seqs
+        f._node_rngs = self._node_rngs
         f._open_outage = {}
         f._open_slowdown = {}
         f._changed = True
