@@ -155,7 +155,6 @@ class Simulator:
 
     def _init_randomness(self) -> None:
         """Seeded streams that do not depend on the scheduler's choices (common random numbers)."""
-        m = self.cp.n_nodes
         seq = np.random.SeedSequence(self.seed)
         noise_seq, retry_seq, fail_seq, slow_seq = seq.spawn(4)
         cv = self.config.noise_cv
