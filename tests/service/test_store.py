@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -34,6 +36,29 @@ def test_sqlite_uses_wal(tmp_path: Path) -> None:
     with s.engine.connect() as conn:
         assert conn.execute(sa.text("PRAGMA journal_mode")).scalar() == "wal"
     s.close()
+
+
+def _open_together(url: str, barrier: Any) -> None:
+    barrier.wait()
+    Store(url).close()
+
+
+def test_stores_opened_together_on_a_fresh_file_all_start(tmp_path: Path) -> None:
+    """Workers starting at once each create the missing tables; racing on one must not stop any of them
+    (`serve --workers 2` on a fresh file failed with "table decisions already exists")."""
+    ctx = mp.get_context("spawn")
+    for round_ in range(3):
+        url = f"sqlite:///{tmp_path / f'race{round_}.sqlite'}"
+        barrier = ctx.Barrier(4)
+        procs = [ctx.Process(target=_open_together, args=(url, barrier)) for _ in range(4)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(120)
+        assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+        with sa.create_engine(url).connect() as conn:
+            names = {r[0] for r in conn.execute(sa.text("SELECT name FROM sqlite_master WHERE type='table'"))}
+        assert {"plans", "decisions", "events"} <= names
 
 
 def test_postgres_urls_use_psycopg3() -> None:

@@ -172,10 +172,14 @@ class Store:
         self.url = normalise_url(url)
         self.engine = make_engine(url)
         self._checkpoints: tuple[threading.Thread, threading.Event] | None = None
-        try:
-            metadata.create_all(self.engine)
-        except sa.exc.DBAPIError:  # workers or replicas starting together: another one created a table first
-            metadata.create_all(self.engine)
+        for attempt in range(20):
+            try:
+                metadata.create_all(self.engine)
+                break
+            except sa.exc.DBAPIError:  # workers or replicas starting together: another one created a table first
+                if attempt == 19:  # (create_all checks, then creates table by table: each table can race)
+                    raise
+                time.sleep(0.05 * (attempt + 1))
 
     @property
     def dialect(self) -> str:
