@@ -244,6 +244,7 @@ def main() -> None:
                 ext,
                 50 * max(args.workers, args.concurrency),
                 args.concurrency,
+                args.calls_per_connection,
             )
             label = "/v1/k8s/prioritize (16 nodes)"
             print(
