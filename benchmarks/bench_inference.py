@@ -4,8 +4,10 @@ One decision is one pick of the policy inside `DRLScheduler.decide`: the ready s
 the network, the choice and the start on the fork; all of decide's time is counted (the closing
 check that finds nothing more to start is added to the last pick of its call).
 - reference: `FeatureBuilder.build` + `SchedulingPolicy.forward_single` (PyG), `DRLScheduler(fast=False)`;
-- inference: `FeatureBuilder.decision` + `PolicyInference.logits` (numpy, static parts once per plan,
-  legal pairs only), `DRLScheduler()` (the default).
+- numpy: `FeatureBuilder.decision` + `PolicyInference.logits` in numpy (static parts once per plan,
+  legal pairs only), `DRLScheduler(compiled=False)`;
+- compiled: the same path with the numba kernels of `dagsched.rl.kernels` (features to the bit, the network
+  on DAGs up to 96 tasks), `DRLScheduler()` (the default).
 Both run in one process, on the same problems and seeds, one torch thread, interleaved per problem;
 the plans they make are compared (they must be the same). Also the plans/s of a whole plan of the
 20-task workflow (reset, simulation, validation: what the service runs per request, less HTTP).
@@ -99,22 +101,26 @@ def _pct(xs: list[npt.NDArray[np.float64]], clock: int = 0) -> tuple[float, floa
     return float(np.percentile(a, 50)), float(np.percentile(a, 99))
 
 
+PATHS = {"reference": {"fast": False}, "numpy": {"compiled": False}, "compiled": {}}
+"""The three paths, as DRLScheduler arguments."""
+
+
 def compare(label: str, cp: CompiledProblem, policy: Any, picks: int, rounds: int) -> None:
-    ref: list[npt.NDArray[np.float64]] = []
-    fast: list[npt.NDArray[np.float64]] = []
-    same = True
-    for _ in range(rounds):  # interleaved, so both paths see the same load on a shared machine
-        lat_r, plan_r = _timed_picks(DRLScheduler(policy=policy, fast=False), cp, picks)
-        lat_f, plan_f = _timed_picks(DRLScheduler(policy=policy), cp, picks)
-        ref += lat_r
-        fast += lat_f
-        same &= plan_r == plan_f
-    print(f"{label} | {len(ref) // rounds} picks x {rounds} | same plan: {'yes' if same else 'NO'}")
-    for clock, name in ((0, "wall"), (1, "cpu ")):
-        (r50, r99), (f50, f99) = _pct(ref, clock), _pct(fast, clock)
+    lat: dict[str, list[npt.NDArray[np.float64]]] = {name: [] for name in PATHS}
+    plans: dict[str, list[tuple[int, int]]] = {}
+    for _ in range(rounds):  # interleaved, so the paths see the same load on a shared machine
+        for name, kw in PATHS.items():
+            picked, plans[name] = _timed_picks(DRLScheduler(policy=policy, **kw), cp, picks)
+            lat[name] += picked
+    same = len({tuple(p) for p in plans.values()}) == 1
+    print(f"{label} | {len(lat['reference']) // rounds} picks x {rounds} | same plan on all paths: {same}")
+    for clock, clock_name in ((0, "wall"), (1, "cpu ")):
+        cells = [f"{name} p50 {p50:6.3f} p99 {p99:6.3f}" for name in PATHS for p50, p99 in [_pct(lat[name], clock)]]
+        (n50, n99), (c50, c99) = _pct(lat["numpy"], clock), _pct(lat["compiled"], clock)
         print(
-            f"    {name} ms  reference p50 {r50:6.2f} p99 {r99:6.2f}  | inference p50 {f50:6.3f} p99 {f99:6.3f}"
-            f"  | x{r50 / f50:5.1f} p50  x{r99 / f99:5.1f} p99"
+            f"    {clock_name} ms  "
+            + "  | ".join(cells)
+            + f"  | numpy/compiled x{n50 / c50:4.1f} p50 x{n99 / c99:4.1f} p99"
         )
 
 
@@ -163,20 +169,18 @@ def sketches(families: list[str], picks: int) -> None:
 
 
 def plans_per_s(cp: CompiledProblem, policy: Any, plans: int) -> None:
-    """Whole plans (reset, simulation, validation) per second, as the service runs them, both paths interleaved."""
-    secs: dict[bool, list[npt.NDArray[np.float64]]] = {False: [], True: []}
+    """Whole plans (reset, simulation, validation) per second, as the service runs them, the paths interleaved."""
+    secs: dict[str, list[npt.NDArray[np.float64]]] = {name: [] for name in PATHS}
     for _ in range(plans):
-        for fast in (False, True):
+        for name, kw in PATHS.items():
             t0 = _now()
-            simulate(cp, DRLScheduler(policy=policy, fast=fast), SimConfig(), 0, validate=True)
-            secs[fast].append(_now() - t0)
+            simulate(cp, DRLScheduler(policy=policy, **kw), SimConfig(), 0, validate=True)
+            secs[name].append(_now() - t0)
     print(f"whole plan, {cp.n_tasks} tasks on {cp.n_nodes} nodes (simulate + validate), median of {plans}")
-    for clock, name in ((0, "wall"), (1, "cpu ")):
-        r, f = (float(np.median(np.asarray(secs[x])[:, clock])) for x in (False, True))
-        print(
-            f"    {name}  reference {1 / r:6.0f} plans/s ({r * 1e3:6.2f} ms) | inference {1 / f:6.0f} plans/s "
-            f"({f * 1e3:6.2f} ms) | x{r / f:4.1f}"
-        )
+    for clock, clock_name in ((0, "wall"), (1, "cpu ")):
+        med = {name: float(np.median(np.asarray(secs[name])[:, clock])) for name in PATHS}
+        cells = [f"{name} {1 / s:5.0f} plans/s ({s * 1e3:6.2f} ms)" for name, s in med.items()]
+        print(f"    {clock_name}  " + " | ".join(cells) + f" | numpy/compiled x{med['numpy'] / med['compiled']:4.1f}")
 
 
 def _problem(family: str, n: int, cluster: str, seed: int = 1) -> CompiledProblem:

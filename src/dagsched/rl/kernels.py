@@ -457,27 +457,6 @@ def decision_kernel(
     return task_dyn, node_x, util, cands, legal, flat, pair_x, global_x, wait_legal
 
 
-_WARM = False
-
-
-def warm_up() -> None:
-    """Compile (or load from the disk cache) both kernels now, on a two-task problem: so the first decision a
-    process makes, which a deadline or a latency histogram may be watching, does not pay for it. Idempotent."""
-    global _WARM
-    if _WARM or not AVAILABLE:
-        return
-    from dagsched.model import Cluster, Node, Problem, Task, Workflow, compile_problem
-    from dagsched.rl.features import FeatureBuilder
-    from dagsched.sim.engine import Simulator
-
-    wf = Workflow(name="warm", tasks=[Task(id="a", runtime=1.0, cpu=1), Task(id="b", runtime=1.0, cpu=1)])
-    cp = compile_problem(Problem(workflows=[wf], cluster=Cluster(nodes=[Node(id="n", cpu=2, mem=4)])))
-    sim = Simulator(cp)
-    sim.step()
-    FeatureBuilder(cp, sim.classic, compiled=True).decision(sim)
-    _WARM = True
-
-
 # ---- the policy's forward on a dense DAG (PolicyInference.logits) ------------------------------------
 # Unlike the features these are float32 products summed in float64, so they equal numpy's BLAS products
 # within float32 rounding, not to the bit (as PolicyInference itself equals forward_single): the tests hold
@@ -677,3 +656,32 @@ def dense_logits(
             first[0, j] = max(np.float64(a[0, j]) + b[0, j] + wait_b[j], 0.0)
         wait = _linear(first, wait2_w, wait2_b, False)[0, 0]
     return scores, cand_h, wait
+
+
+_WARM: set[Any] = set()
+
+
+def warm_up(policy: Any = None) -> None:
+    """Compile (or load from the disk cache) the kernels now, on a two-task problem, so that the first decision
+    of a process, which a deadline or a latency histogram may be watching, does not pay for it: the features
+    once, and `policy`'s forward once per architecture (its layer counts are part of the compiled signature)."""
+    if not AVAILABLE:
+        return
+    key = None if policy is None else policy.config
+    if "features" in _WARM and (key is None or key in _WARM):
+        return
+    from dagsched.model import Cluster, Node, Problem, Task, Workflow, compile_problem
+    from dagsched.rl.features import FeatureBuilder
+    from dagsched.rl.policy import PolicyInference
+    from dagsched.sim.engine import Simulator
+
+    wf = Workflow(name="warm", tasks=[Task(id="a", runtime=1.0, cpu=1), Task(id="b", runtime=1.0, cpu=1)])
+    cp = compile_problem(Problem(workflows=[wf], cluster=Cluster(nodes=[Node(id="n", cpu=2, mem=4)])))
+    sim = Simulator(cp)
+    sim.step()
+    builder = FeatureBuilder(cp, sim.classic, compiled=True)
+    decision = builder.decision(sim)
+    _WARM.add("features")
+    if key is not None:
+        PolicyInference(policy, builder, compiled=True).logits(decision)
+        _WARM.add(key)

@@ -81,7 +81,8 @@ class DRLScheduler(Scheduler):
     the first window idled the whole cluster: on a 1,000-task layered DAG on 100 nodes the policy
     waited 2,662 times with pairs legal and used 38 nodes (makespan 2.2 x HEFT's).
     `fast=False` runs the reference path (`FeatureBuilder.build` + `forward_single` through PyG) instead
-    of the inference path; both make the same plans (tests/schedulers/test_drl.py).
+    of the inference path; both make the same plans (tests/schedulers/test_drl.py). The inference path runs
+    the numba kernels of `dagsched.rl.kernels` unless `compiled=False` (numpy only, same plans).
     """
 
     name = "drl"
@@ -95,6 +96,7 @@ class DRLScheduler(Scheduler):
         max_candidates: int = 16,
         fast: bool = True,
         defer_windows: bool = True,
+        compiled: bool | None = None,
     ) -> None:
         import torch  # here, not at module level: importing the scheduler registry must stay light
 
@@ -102,16 +104,18 @@ class DRLScheduler(Scheduler):
 
         super().__init__()
         torch.set_num_threads(1)  # batch-1 inference: two threads on two cores were 5-20x slower
-        warm_up()  # the feature kernels compile (or load) here, not inside the first timed decision
         self.policy = policy if policy is not None else load_cached_policy(policy_path)
         if self.policy.training:  # eval() walks every module: a per-plan cost in the service
             self.policy.eval()
+        if compiled is not False:
+            warm_up(self.policy)  # the kernels compile (or load) here, not inside the first timed decision
         self.greedy = greedy
         self.uses_seed = not greedy  # argmax never reads the seed; sampling does
         self.temperature = temperature
         self.max_candidates = max_candidates
         self.fast = fast
         self.defer_windows = defer_windows
+        self.compiled = compiled  # None: the numba kernels where numba is installed; False: numpy only
         self._warm = False
 
     def reset(self, cp: CompiledProblem, sim: Simulator, seed: int = 0) -> None:
@@ -121,9 +125,10 @@ class DRLScheduler(Scheduler):
         from dagsched.rl.policy import PolicyInference
 
         super().reset(cp, sim, seed)
-        self.builder = FeatureBuilder(cp, sim.classic, self.max_candidates, self.policy.config.history_len)
+        history = self.policy.config.history_len
+        self.builder = FeatureBuilder(cp, sim.classic, self.max_candidates, history, compiled=self.compiled)
         self.generator = torch.Generator().manual_seed(int(seed))
-        self.inference = PolicyInference(self.policy, self.builder) if self.fast else None
+        self.inference = PolicyInference(self.policy, self.builder, self.compiled) if self.fast else None
         if not self._warm and not self.fast:  # torch's first forward pays one-off set-up costs: not in decision latency
             rs = self.builder.ready_state(sim)
             if rs.any_legal:

@@ -101,6 +101,9 @@ class ModelManager:
         except PolicyFileError as err:
             raise InputError("weights", str(err)) from None
         meta = json.loads(Path(str(stem) + ".json").read_text())
+        from dagsched.rl.kernels import warm_up
+
+        warm_up(policy)  # compile (or load) the inference kernels now, not in the first request
         loaded = LoadedModel(policy, _version(meta), meta["sha256"], time.time(), source, meta)
         self._swap(loaded)
         return loaded
