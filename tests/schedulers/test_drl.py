@@ -91,19 +91,23 @@ def test_missing_model_names_the_path(tmp_path) -> None:
     ],
 )
 def test_inference_path_makes_the_reference_plan(family: str, n_tasks: int, cluster: str, config: SimConfig) -> None:
-    """The default inference path (FeatureBuilder.decision + PolicyInference) and the reference path
-    (build + forward_single, fast=False) of the shipped model make the same plan, pick for pick: greedy and
-    sampled with a seed; clusters with many identical nodes (exact ties), noise, failures, stragglers."""
+    """The default inference path (FeatureBuilder.decision + PolicyInference, numba kernels), the same path
+    in numpy only (compiled=False) and the reference path (build + forward_single, fast=False) of the shipped
+    model make the same plan, pick for pick: greedy and sampled with a seed; clusters with many identical
+    nodes (exact ties), noise, failures, stragglers."""
     cp = compile_problem(
         Problem(workflows=[generate_workflow(family, n_tasks, 3)], cluster=cluster_preset(cluster), name=family)
     )
     policy = load_cached_policy()
     for kw in ({}, {"greedy": False, "temperature": 0.5}):
         plans = [
-            simulate(cp, DRLScheduler(policy=policy, fast=fast, **kw), config, 7).trace.attempts
-            for fast in (True, False)
+            [
+                (a.task, a.node, a.start)
+                for a in simulate(cp, DRLScheduler(policy=policy, **path, **kw), config, 7).trace.attempts
+            ]
+            for path in ({}, {"compiled": False}, {"fast": False})
         ]
-        assert [(a.task, a.node, a.start) for a in plans[0]] == [(a.task, a.node, a.start) for a in plans[1]]
+        assert plans[0] == plans[1] == plans[2]
 
 
 class _WindowLog(DRLScheduler):
