@@ -7,6 +7,7 @@ directly but their compiled numpy form (`dagsched.model.compiled`).
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -179,32 +180,40 @@ class Problem(_Strict):
             raise InputError("workflows", "problem has no workflows")
         names: set[str] = set()
         node_ids = {n.id for n in self.cluster.nodes}
+        fits = _FitCheck(self.cluster)
         for w, wf in enumerate(self.workflows):
             if wf.name in names:
                 raise InputError(f"workflows[{w}].name", f"duplicate workflow name '{wf.name}'")
             names.add(wf.name)
             for i, task in enumerate(wf.tasks):
                 field = f"workflows[{w}].tasks[{i}]"
-                _check_task_fits(task, self.cluster, field)
+                fits.check(task, field)
                 for node_id in task.costs or {}:
                     if node_id not in node_ids:
                         raise InputError(f"{field}.costs", f"unknown node '{node_id}' for task '{task.id}'")
         return self
 
 
-def _check_task_fits(task: Task, cluster: Cluster, field: str) -> None:
-    for resource in RESOURCES:
-        request = getattr(task, resource)
-        largest = max(cluster.nodes, key=lambda n: getattr(n, resource))
-        if request > getattr(largest, resource):
+class _FitCheck:
+    """Whether a task's request fits some node: the largest node per resource and the capacities, taken once."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.largest = {r: max(cluster.nodes, key=attrgetter(r)) for r in RESOURCES}
+        self.capacities = [(n.cpu, n.mem, n.gpu) for n in cluster.nodes]
+
+    def check(self, task: Task, field: str) -> None:
+        for resource in RESOURCES:
+            request, largest = getattr(task, resource), self.largest[resource]
+            if request > getattr(largest, resource):
+                raise InputError(
+                    f"{field}.{resource}",
+                    f"task '{task.id}' requests {resource}={request:g} but the largest node "
+                    f"'{largest.id}' has {resource}={getattr(largest, resource):g}; no node can ever run it",
+                )
+        cpu, mem, gpu = task.cpu, task.mem, task.gpu
+        if not any(cpu <= c and mem <= m and gpu <= g for c, m, g in self.capacities):
             raise InputError(
-                f"{field}.{resource}",
-                f"task '{task.id}' requests {resource}={request:g} but the largest node "
-                f"'{largest.id}' has {resource}={getattr(largest, resource):g}; no node can ever run it",
+                field,
+                f"task '{task.id}' requests cpu={task.cpu:g}, mem={task.mem:g}, gpu={task.gpu} "
+                "and no single node has all of them",
             )
-    if not any(all(getattr(task, r) <= getattr(n, r) for r in RESOURCES) for n in cluster.nodes):
-        raise InputError(
-            field,
-            f"task '{task.id}' requests cpu={task.cpu:g}, mem={task.mem:g}, gpu={task.gpu} "
-            "and no single node has all of them",
-        )
