@@ -40,27 +40,28 @@ def mean_comm_pred_s(cp: CompiledProblem) -> FloatArray:
 
 def upward_rank(cp: CompiledProblem) -> FloatArray:
     """rank_u(t) = w̄(t) + max over children s of (c̄(t, s) + rank_u(s))."""
-    w = mean_exec_s(cp)
-    c = mean_comm_succ_s(cp)
-    rank = np.zeros(cp.n_tasks)
-    for t in cp.topo[::-1]:
-        lo, hi = cp.succ_ptr[t], cp.succ_ptr[t + 1]
-        tail = float(np.max(c[lo:hi] + rank[cp.succ_idx[lo:hi]])) if hi > lo else 0.0
+    w = mean_exec_s(cp).tolist()  # plain floats: the same double arithmetic, without numpy's per-call cost
+    c = mean_comm_succ_s(cp).tolist()
+    ptr, idx = cp.succ_ptr.tolist(), cp.succ_idx.tolist()
+    rank = [0.0] * cp.n_tasks
+    for t in cp.topo[::-1].tolist():
+        lo, hi = ptr[t], ptr[t + 1]
+        tail = max([c[k] + rank[idx[k]] for k in range(lo, hi)]) if hi > lo else 0.0
         rank[t] = w[t] + tail
-    return rank
+    return np.asarray(rank, dtype=np.float64)
 
 
 def downward_rank(cp: CompiledProblem) -> FloatArray:
     """rank_d(t) = max over parents p of (rank_d(p) + w̄(p) + c̄(p, t)); 0 for entry tasks."""
-    w = mean_exec_s(cp)
-    c = mean_comm_pred_s(cp)
-    rank = np.zeros(cp.n_tasks)
-    for t in cp.topo:
-        lo, hi = cp.pred_ptr[t], cp.pred_ptr[t + 1]
+    w = mean_exec_s(cp).tolist()
+    c = mean_comm_pred_s(cp).tolist()
+    ptr, idx = cp.pred_ptr.tolist(), cp.pred_idx.tolist()
+    rank = [0.0] * cp.n_tasks
+    for t in cp.topo.tolist():
+        lo, hi = ptr[t], ptr[t + 1]
         if hi > lo:
-            p = cp.pred_idx[lo:hi]
-            rank[t] = float(np.max(rank[p] + w[p] + c[lo:hi]))
-    return rank
+            rank[t] = max([rank[idx[k]] + w[idx[k]] + c[k] for k in range(lo, hi)])
+    return np.asarray(rank, dtype=np.float64)
 
 
 def optimistic_cost_table(cp: CompiledProblem) -> FloatArray:
