@@ -44,6 +44,7 @@ from dagsched.schedulers.base import Scheduler
 from dagsched.service.config import RuntimeConfig
 from dagsched.service.rules import Rule, failing_rule
 from dagsched.service.schemas import NodeState, ScheduleRequest
+from dagsched.service.store import EncodedJSON
 from dagsched.sim.engine import Decision, Simulator
 from dagsched.sim.run import RunResult, simulate
 from dagsched.sim.slots import NodeTimeline
@@ -216,8 +217,9 @@ def task_view(task: Any) -> dict[str, Any]:
     }
 
 
-def digest(data: Any) -> str:
-    return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+def canonical_json(data: Any) -> str:
+    """JSON with sorted keys and no spaces: equal data, equal text (what input digests are taken of)."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
 def build_problem(
@@ -520,8 +522,8 @@ class Planner:
             "notes": notes,
             "root_id": root_id or plan_id,
         }
-        request_json = req.model_dump(mode="json")
-        in_digest = digest(request_json)
+        request_text = canonical_json(req.model_dump(mode="json"))  # digested and stored as it is: encoded once
+        in_digest = hashlib.sha256(request_text.encode()).hexdigest()
         per_decision_ms = 1e3 * sum(result.trace.decision_latency_s) / max(len(assignments), 1)
         plan_row = {
             "id": plan_id,
@@ -535,7 +537,7 @@ class Planner:
             "model_version": model_version,
             "environment": self.environment,
             "input_digest": in_digest,
-            "request": request_json,
+            "request": EncodedJSON(request_text),
             "response": response,
         }
         rows = [
