@@ -22,8 +22,8 @@ same network on a numpy copy of the weights, made once per plan (the static task
 share of the first layer and the DAG's message-passing structure computed there; the two
 directions of a round fused into one product; dense matrices below DENSE_MAX_TASKS tasks, a
 CSR matrix above, no PyG call set-up), reading `FeatureBuilder.decision` and scoring only the
-legal pairs. It is tested against `forward_single` (logits within 1e-5, same greedy actions,
-same plans). Training keeps the PyG modules. Call `torch.set_num_threads(1)` for
+legal pairs; on dense DAGs the whole forward is one numba kernel (`dagsched.rl.kernels.dense_logits`).
+It is tested against `forward_single` (logits within 1e-5, same greedy actions, same plans). Training keeps the PyG modules. Call `torch.set_num_threads(1)` for
 single-observation inference on small CPUs: two threads on two cores were measured 5 to 20
 times slower.
 """
@@ -684,7 +684,9 @@ class PolicyInference:
     during a plan computed once here: the static task columns' share of the first layer and the DAG's
     message-passing structure (dense matrices for small DAGs, CSR for large ones; PyG's per-call set-up
     is gone). Per decision it reads a `DecisionInputs`, and scores only the legal pairs (the others are
-    MASK_LOGIT whatever their score). Make one per plan; it reads the policy's weights as they are then.
+    MASK_LOGIT whatever their score). On dense DAGs without node history the forward runs as the numba
+    kernel `kernels.dense_logits` (unless `compiled=False`); the tie check after it stays here.
+    Make one per plan; it reads the policy's weights as they are then.
     """
 
     def __init__(self, policy: SchedulingPolicy, builder: FeatureBuilder, compiled: bool | None = None) -> None:
