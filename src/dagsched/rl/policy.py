@@ -23,9 +23,9 @@ share of the first layer and the DAG's message-passing structure computed there;
 directions of a round fused into one product; dense matrices below DENSE_MAX_TASKS tasks, a
 CSR matrix above, no PyG call set-up), reading `FeatureBuilder.decision` and scoring only the
 legal pairs; on dense DAGs the whole forward is one numba kernel (`dagsched.rl.kernels.dense_logits`).
-It is tested against `forward_single` (logits within 1e-5, same greedy actions, same plans). Training keeps the PyG modules. Call `torch.set_num_threads(1)` for
-single-observation inference on small CPUs: two threads on two cores were measured 5 to 20
-times slower.
+It is tested against `forward_single` (logits within 1e-5, same greedy actions, same plans).
+Training keeps the PyG modules. Call `torch.set_num_threads(1)` for single-observation inference
+on small CPUs: two threads on two cores were measured 5 to 20 times slower.
 """
 
 from __future__ import annotations
