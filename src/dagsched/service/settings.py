@@ -13,9 +13,9 @@ from pathlib import Path
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from dagsched.schedulers.drl import DEFAULT_MODEL as SHIPPED_MODEL
+from dagsched.schedulers.drl import shipped_model_path
 
-DEFAULT_MODEL = Path(__file__).resolve().parents[1] / "data" / "models" / SHIPPED_MODEL
+DEFAULT_MODEL = shipped_model_path()
 
 
 class Settings(BaseSettings):
