@@ -295,8 +295,8 @@ class MCTSUCT(_MCTS):
 class MCTS(_MCTS):
     """PUCT with the shipped GNN policy's probabilities as priors (see the module docstring).
 
-    `policy_path` is a policy stem (or its .safetensors/.json); default the shipped
-    the shipped model (`drl.DEFAULT_MODEL`). A missing file raises at `reset`, naming the path.
+    `policy_path` is a policy stem (or its .safetensors/.json); default the shipped model
+    (`drl.DEFAULT_MODEL`). A missing file raises at `reset`, naming the path.
     """
 
     name = "mcts"
