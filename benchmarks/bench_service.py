@@ -212,6 +212,13 @@ def main() -> None:
                 f"server: {args.server_src or 'this tree'}, {args.workers} worker(s); "
                 f"{args.concurrency} client process(es)"
             )
+
+            def load(path: str, body: bytes, n: int) -> None:  # untimed calls (warm-up, memory readings)
+                _load(pool, port, path, body, n, args.concurrency, args.calls_per_connection)
+
+            def timed(label: str, path: str, body: bytes, n: int) -> str:
+                return _timed(label, pool, proc.pid, port, path, body, n, args.concurrency, args.calls_per_connection)
+
             warm = 10 * max(args.workers, args.concurrency)
             for sched in args.schedulers.split(","):
                 body = json.dumps({"workflow": wf, "nodes": nodes, "scheduler": sched}).encode()
@@ -219,47 +226,14 @@ def main() -> None:
                 if status != 200:
                     raise SystemExit(f"/v1/schedule {sched}: HTTP {status}: {text[:300]!r}")
                 first = json.loads(text)
-                _load(pool, port, "/v1/schedule", body, warm, args.concurrency, args.calls_per_connection)
+                load("/v1/schedule", body, warm)
                 if first["fallback"]:
                     print(f"  the first {sched} plan fell back to HEFT: {first['fallback_reason']}")
                 label = f"/v1/schedule {sched} (makespan {first['makespan']:.0f} s)"
-                print(
-                    _timed(
-                        label,
-                        pool,
-                        proc.pid,
-                        port,
-                        "/v1/schedule",
-                        body,
-                        args.plans,
-                        args.concurrency,
-                        args.calls_per_connection,
-                    )
-                )
+                print(timed(label, "/v1/schedule", body, args.plans))
             ext = json.dumps(extender_args(nodes, wf["name"], wf["tasks"][0]["id"])).encode()
-            _load(
-                pool,
-                port,
-                "/v1/k8s/prioritize",
-                ext,
-                50 * max(args.workers, args.concurrency),
-                args.concurrency,
-                args.calls_per_connection,
-            )
-            label = "/v1/k8s/prioritize (16 nodes)"
-            print(
-                _timed(
-                    label,
-                    pool,
-                    proc.pid,
-                    port,
-                    "/v1/k8s/prioritize",
-                    ext,
-                    args.prioritize,
-                    args.concurrency,
-                    args.calls_per_connection,
-                )
-            )
+            load("/v1/k8s/prioritize", ext, 50 * max(args.workers, args.concurrency))
+            print(timed("/v1/k8s/prioritize (16 nodes)", "/v1/k8s/prioritize", ext, args.prioritize))
             total, each = _server_rss(proc.pid)
             readings = [f"{total:.1f}"]
             t0 = time.perf_counter()
@@ -267,7 +241,7 @@ def main() -> None:
             done = 0
             while done < args.memory_requests:
                 k = min(step, args.memory_requests - done)
-                _load(pool, port, "/v1/k8s/prioritize", ext, k, args.concurrency, args.calls_per_connection)
+                load("/v1/k8s/prioritize", ext, k)
                 done += k
                 total, each = _server_rss(proc.pid)
                 readings.append(f"{total:.1f}")
