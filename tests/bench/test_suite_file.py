@@ -33,7 +33,8 @@ workloads:
 clusters: [small-3]
 modes: [classic, {name: noisy, noise_cv: 0.3}]
 seeds: 2
-schedulers: [heft, fcfs]
+schedulers: [heft, fcfs, mcts_uct]
+tree_search_limit: 45
 """,
     )
     suite = load_suite_file(path)
@@ -52,8 +53,10 @@ schedulers: [heft, fcfs]
     ]
     assert [e.seeds for e in suite.entries] == [(1,), (2,), (1,), (2,), (1, 2)]
     cells = suite.cells()
-    assert len(cells) == (4 * 1 + 1 * 2) * 2 * 2
-    assert {c.scheduler for c in cells} == {"heft", "fcfs"}
+    assert suite.tree_search_limit == 45
+    assert len(cells) == (4 * 1 + 1 * 2) * 2 * 2 + (2 * 1 + 1 * 2) * 2  # mcts_uct only below 45 tasks x 3 nodes
+    assert {c.scheduler for c in cells} == {"heft", "fcfs", "mcts_uct"}
+    assert {c.spec.n_tasks for c in cells if c.scheduler == "mcts_uct"} == {10, 12}
 
 
 def test_globs_traces_recipes_and_classic_files(tmp_path: Path, wfinstances: Path) -> None:
@@ -117,6 +120,7 @@ seeds: [7, 9]
         ("name: x\nworkloads: ['ok.yaml']\nmodes: [{name: m, noise: 0.2}]", r"modes\[0\]\.noise: unknown field"),
         ("name: x\nworkloads: ['ok.yaml']\nmodes: [cloud, {name: cloud}]", r"modes\[1\]: mode name 'cloud' used twice"),
         ("name: x\nworkloads: ['ok.yaml']\nseeds: 0", r"seeds: .*give a count >= 1"),
+        ("name: x\nworkloads: ['ok.yaml']\ntree_search_limit: 0", r"tree_search_limit: .*greater than 0"),
         ("name: x\nworkloads: ['ok.yaml']\nschedulers: [heft, nope]", r"schedulers: unknown scheduler\(s\) nope"),
         ("name: x\nworkloads: [{generator: ml_pipeline, tasks: [10]}]\nclusters: [homog-8]", r"needs GPUs"),
         ("name: x\nsurprise: 1\nworkloads: ['ok.yaml']", r"surprise: unknown field"),

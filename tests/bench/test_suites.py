@@ -25,7 +25,7 @@ from dagsched.bench.suites import (
 )
 from dagsched.generate import FAMILIES, SCALES
 from dagsched.model.errors import InputError
-from dagsched.schedulers import registered_names
+from dagsched.schedulers import is_tree_search, registered_names
 from dagsched.schedulers.base import _REGISTRY
 from dagsched.schedulers.fcfs import FCFS
 
@@ -37,13 +37,16 @@ def _manifest_traces(root: Path) -> list[str]:
 
 def test_standard_is_the_full_grid_plus_every_trace(wfinstances: Path) -> None:
     """standard = 4 families x 7 scales x 3 clusters x 2 modes x 10 seeds x S, less ml_pipeline on the
-    GPU-less homog-8, plus every non-legacy, non-toy trace on hetero-16 x 2 modes x 10 seeds x S."""
+    GPU-less homog-8 and MCTS on the 500- and 1,000-task problems of large-100, plus every non-legacy,
+    non-toy trace on hetero-16 x 2 modes x 10 seeds x S."""
     s = len(registered_names())
+    tree = [n for n in registered_names() if is_tree_search(n)]
+    assert sorted(tree) == ["mcts", "mcts_uct"]
     traces = _manifest_traces(wfinstances)
     assert len(traces) == 31
     suite = standard_suite(wfinstances)
     cells = suite.cells()
-    synthetic = 4 * 7 * 3 * 2 * 10 * s - 7 * 2 * 10 * s
+    synthetic = 4 * 7 * 3 * 2 * 10 * s - 7 * 2 * 10 * s - 4 * 2 * 2 * 10 * len(tree)
     assert (len(FAMILIES), len(SCALES), len(STANDARD_CLUSTERS), len(STANDARD_SEEDS)) == (4, 7, 3, 10)
     assert sum(c.spec.kind == "synthetic" for c in cells) == synthetic
     assert sum(c.spec.kind == "trace" for c in cells) == 31 * 2 * 10 * s
@@ -52,6 +55,30 @@ def test_standard_is_the_full_grid_plus_every_trace(wfinstances: Path) -> None:
     assert len({c.key for c in cells}) == len(cells)
     assert {Path(c.spec.path).relative_to(wfinstances).as_posix() for c in cells if c.spec.path} == set(traces)
     assert not any(c.spec.family == "ml_pipeline" and c.spec.cluster == "homog-8" for c in cells)
+    capped = {(c.spec.cluster, c.spec.n_tasks) for c in cells if c.scheduler in tree}
+    assert ("large-100", 200) in capped and ("hetero-16", 1000) in capped
+    assert not capped & {("large-100", 500), ("large-100", 1000)}
+    assert max(c.spec.n_tasks or 0 for c in cells if c.scheduler in tree) == 2122  # the largest trace, 16 nodes
+
+
+def test_tree_search_limit_is_tasks_times_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below the limit every scheduler runs; at or above it tree-search ones (a later one too) drop out;
+    a problem whose cluster size is unknown until read never caps."""
+
+    class LaterSearch(FCFS):
+        name = "zz_tree"
+        tree_search = True
+
+    monkeypatch.setitem(_REGISTRY, "zz_tree", LaterSearch)
+    small = ProblemSpec("synthetic", "layered", "small-3", n_tasks=10, gen_seed=1)  # 10 x 3 = 30
+    big = ProblemSpec("synthetic", "layered", "small-3", n_tasks=20, gen_seed=1)  # 20 x 3 = 60
+    own = ProblemSpec("file", "x", "own", n_tasks=500, path="w.yaml")  # its own machines: size unknown
+    entries = tuple(Entry(p, (1,)) for p in (small, big, own))
+    names = ["heft", "mcts", "zz_tree"]
+    runs = {(c.spec.problem_id, c.scheduler) for c in Suite("t", entries, tree_search_limit=60).cells(names)}
+    assert runs == {(p.problem_id, n) for p in (small, own) for n in names} | {(big.problem_id, "heft")}
+    uncapped = Suite("t", entries).cells(names)
+    assert len(uncapped) == 3 * 3 * 2
 
 
 def test_real_and_quick_sizes(wfinstances: Path) -> None:

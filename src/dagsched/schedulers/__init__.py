@@ -15,6 +15,6 @@ from dagsched.schedulers import (  # noqa: F401
     sjf,
     tabu,
 )
-from dagsched.schedulers.base import Decision, Scheduler, make_scheduler, register, registered_names
+from dagsched.schedulers.base import Decision, Scheduler, is_tree_search, make_scheduler, register, registered_names
 
-__all__ = ["Decision", "Scheduler", "make_scheduler", "register", "registered_names"]
+__all__ = ["Decision", "Scheduler", "is_tree_search", "make_scheduler", "register", "registered_names"]

@@ -18,7 +18,7 @@ import numpy as np
 from dagsched.model.compiled import CompiledProblem
 from dagsched.sim.engine import Decision, Simulator
 
-__all__ = ["Decision", "Scheduler", "make_scheduler", "register", "registered_names"]
+__all__ = ["Decision", "Scheduler", "is_tree_search", "make_scheduler", "register", "registered_names"]
 
 
 class Scheduler(ABC):
@@ -28,6 +28,9 @@ class Scheduler(ABC):
     uses_seed: bool = True
     """False only where the run seed cannot change a decision (no rng, no sampling): then, in a mode
     without hidden randomness, one run stands for every seed and the benchmark runs it once."""
+    tree_search: ClassVar[bool] = False
+    """True for schedulers that grow a search tree of simulator forks at every decision (MCTS): their
+    cost grows with tasks x nodes x simulations, so a suite may cap the problem size they run on."""
 
     def __init__(self) -> None:
         self.rng = np.random.default_rng(0)
@@ -58,6 +61,12 @@ def _load_builtin() -> None:
 def registered_names() -> list[str]:
     _load_builtin()
     return sorted(_REGISTRY)
+
+
+def is_tree_search(name: str) -> bool:
+    """Whether a registered scheduler searches a tree of forks per decision, read off its class (nothing loads)."""
+    _load_builtin()
+    return bool(getattr(_REGISTRY.get(name), "tree_search", False))
 
 
 def make_scheduler(name: str) -> Scheduler:

@@ -111,6 +111,7 @@ class _MCTS(Scheduler):
     """The search; subclasses choose the selection rule and the widening order."""
 
     guided: ClassVar[bool] = False
+    tree_search: ClassVar[bool] = True
 
     def __init__(self, config: MCTSConfig | None = None, **overrides: Any) -> None:
         super().__init__()
