@@ -427,7 +427,7 @@ def _sections(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, list[st
 
 CAPTIONS = {
     "profile": "Performance profiles (Dolan–Moré): fraction of instances on which each scheduler's makespan is "
-    "within a factor τ of the best; a failed run never is.",
+    "within a factor τ of the best; on an instance where it failed or did not run, it never is.",
     "ratio_by_family": "Makespan / per-instance best, per workload family.",
     "cost_vs_makespan": "Cost versus makespan, each normalised by the best on its instance: one small dot per run, "
     "one large dot per scheduler mean, the dashed line joins the Pareto front of the means. Instances on which "
