@@ -186,3 +186,17 @@ def test_readme_results_section_is_rewritten_between_its_markers(tmp_path: Path)
     bad = CliRunner().invoke(app, ["report", str(tmp_path), "--out", str(tmp_path / "rep"), "--readme", str(plain)])
     assert bad.exit_code == 2 and "markers" in bad.output
     assert plain.read_text() == "# no markers\n"
+
+
+def test_overview_names_schedulers_counted_on_fewer_instances() -> None:
+    """A scheduler left out of some instances (a size cap) is named with its count; full coverage says nothing."""
+    rows = synthetic_rows()
+    full = report._overview(rows)
+    assert not any("fewer instances" in line for line in full)
+    total = int(full[1].split()[0])
+    dropped = [r for r in rows if r["scheduler"] == "cpop" and r["family"] == "layered"]
+    line = [x for x in report._overview([r for r in rows if r not in dropped]) if "fewer instances" in x]
+    assert len(line) == 1
+    counted = sum(1 for r in dropped if r["valid"])  # the invalid seed-3 cpop row never counted
+    assert f"than the {total} " in line[0] and f"cpop {total - counted};" in line[0]
+    assert "heft" not in line[0].split(";")[0]

@@ -17,7 +17,7 @@ import html
 import io
 import math
 import sqlite3
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -463,13 +463,28 @@ def _overview(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     def distinct(key: str) -> str:
         return ", ".join(sorted({str(r.get(key)) for r in rows})) or "none"
 
-    return [
+    table = stats.instance_table(rows)
+    lines = [
         f"{len(rows)} runs, {len(ok)} counted, {len(rows) - len(ok)} excluded (error or invalid trace)",
-        f"{len(stats.instance_table(rows))} instances (problem x cluster x mode x seed)",
+        f"{len(table)} instances (problem x cluster x mode x seed)",
         f"suites: {distinct('suite')}",
         f"schedulers: {distinct('scheduler')}",
         f"families: {distinct('family')}",
         f"modes: {distinct('mode')}",
+    ]
+    return lines + _partial_coverage(table)
+
+
+def _partial_coverage(table: Mapping[stats.InstanceKey, Mapping[str, float]]) -> list[str]:
+    """A line naming the schedulers counted on fewer instances than the run has, so no mean is read as like for like."""
+    covered = Counter(s for per in table.values() for s in per)
+    partial = sorted((s, n) for s, n in covered.items() if n < len(table))
+    if not partial:
+        return []
+    names = ", ".join(f"{s} {n}" for s, n in partial)
+    return [
+        f"counted on fewer instances than the {len(table)} (not run there, or failed): {names}; their means cover "
+        f"their own instances only, while W/T/L and p pair them with {stats.BASELINE} instance by instance"
     ]
 
 
