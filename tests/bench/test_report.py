@@ -180,6 +180,7 @@ def test_readme_results_section_is_rewritten_between_its_markers(tmp_path: Path)
     assert "old table" not in text and text.count(report.README_BEGIN) == 1
     section = text[text.index(report.README_BEGIN) : text.index(report.README_END)]
     assert "`dagsched bench --suite test`" in section
+    assert "[rep/report.md](rep/report.md)" in section  # the full report, relative to the README
     assert re.search(r"^\| heft \|", section, re.M) and re.search(r"^\| scheduler \| etl_star \|", section, re.M)
     plain = tmp_path / "PLAIN.md"
     plain.write_text("# no markers\n")

@@ -16,6 +16,7 @@ import base64
 import html
 import io
 import math
+import os
 import sqlite3
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -560,12 +561,16 @@ README_BEGIN = "<!-- results:begin (written by dagsched report --readme; edits h
 README_END = "<!-- results:end -->"
 
 
-def readme_section(rows: Sequence[Mapping[str, Any]], command: str) -> str:
-    """The README's results section: overview, the summary and per-family tables, and how to reproduce them."""
+def readme_section(rows: Sequence[Mapping[str, Any]], command: str, report_link: str | None = None) -> str:
+    """The README's results section: overview, the summary and per-family tables, and how to reproduce them.
+
+    `report_link` is the full report's path relative to the README, linked for its plots.
+    """
     rows = [dict(r) for r in rows]
     sections = {heading: (text, headers, cells) for heading, text, headers, cells in _sections(rows)}
     stamp = datetime.now(UTC).strftime("%Y-%m-%d")
-    md = [f"Generated {stamp} from the results of `{command}` (see `results/standard/report/report.html`)."]
+    where = f" The full report with every plot: [{report_link}]({report_link})." if report_link else ""
+    md = [f"Generated {stamp} from the results of `{command}`.{where}"]
     md += [""] + [f"- {line}" for line in _overview(rows)] + [""]
     for heading in ("Summary", "Mean ratio to the best, per family"):
         text, headers, cells = sections[heading]
@@ -610,7 +615,8 @@ def register(app: typer.Typer) -> None:
             target = out or (results if results.is_dir() else results.parent)
             written = write_report(rows, target, title=title, rebuild=suite_rebuild(rows))
             if readme is not None:
-                update_readme(readme, readme_section(rows, command))
+                link = Path(os.path.relpath(written.markdown.resolve(), readme.resolve().parent)).as_posix()
+                update_readme(readme, readme_section(rows, command, link))
         except InputError as err:
             raise fail(err) from None
         typer.echo(stats.format_markdown(stats.summary_table(rows)))
