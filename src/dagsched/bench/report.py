@@ -520,6 +520,7 @@ def write_report(
     (out / "figures").mkdir(parents=True, exist_ok=True)
     figures = build_figures(rows, rebuild, gantt_problem_id)
     sections = _sections(rows)
+    overview = _overview(rows)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
     paths: dict[str, Path] = {}
@@ -528,7 +529,7 @@ def write_report(
         paths[fig.key].write_bytes(fig.png)
 
     md = [f"# {title}", "", f"Generated {stamp} by `dagsched report`.", ""]
-    md += [f"- {line}" for line in _overview(rows)] + [""]
+    md += [f"- {line}" for line in overview] + [""]
     for heading, text, headers, cells in sections:
         md += [f"## {heading}", "", text, "", _markdown(headers, cells), ""]
     md += ["## Plots", ""]
@@ -538,7 +539,7 @@ def write_report(
     md_path.write_text("\n".join(md))
 
     body = [f"<h1>{html.escape(title)}</h1>", f"<p>Generated {stamp} by <code>dagsched report</code>.</p>", "<ul>"]
-    body += [f"<li>{html.escape(line)}</li>" for line in _overview(rows)] + ["</ul>"]
+    body += [f"<li>{html.escape(line)}</li>" for line in overview] + ["</ul>"]
     for heading, text, headers, cells in sections:
         body += [f"<h2>{html.escape(heading)}</h2>", f"<p>{html.escape(text)}</p>", _html_table(headers, cells)]
     body.append("<h2>Plots</h2>")
