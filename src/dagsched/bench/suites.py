@@ -288,7 +288,7 @@ class Suite:
         from dagsched.schedulers import is_tree_search
 
         names = self.scheduler_names(schedulers)
-        capped = {name for name in names if is_tree_search(name)} if self.tree_search_limit else set()
+        capped = {name for name in names if is_tree_search(name)}
         return [
             Cell(entry.spec, name, seed, mode)
             for entry in self.entries
