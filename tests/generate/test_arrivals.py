@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dagsched.generate import generate_workflow, poisson_arrivals, workflow_stream
+from dagsched.generate import generate_workflow, poisson_arrivals
 from dagsched.model import InputError
 
 
@@ -38,17 +38,3 @@ def test_bad_rate_is_refused() -> None:
         poisson_arrivals([], 0.0, seed=0)
     assert err.value.field == "rate_per_hour"
     assert poisson_arrivals([], 1.0, seed=0) == []
-
-
-def test_workflow_stream_draws_families_and_sizes() -> None:
-    """workflow_stream: n workflows from the given families, sizes in range, reproducible, increasing times."""
-    stream = workflow_stream(["layered", "etl_star"], 12, (5, 30), 20.0, seed=4)
-    assert len(stream) == 12
-    assert {w.labels["family"] for w in stream} <= {"layered", "etl_star"}
-    assert all(5 <= len(w.tasks) <= 30 for w in stream)
-    assert all(a.submit_time < b.submit_time for a, b in zip(stream, stream[1:], strict=False))
-    assert len({w.name for w in stream}) == 12
-    assert stream == workflow_stream(["layered", "etl_star"], 12, (5, 30), 20.0, seed=4)
-    with pytest.raises(InputError) as err:
-        workflow_stream(["random"], 3, (1, 5), 1.0, seed=0)
-    assert err.value.field == "size_range"

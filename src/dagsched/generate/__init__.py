@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dagsched.generate.arrivals import poisson_arrivals, workflow_stream
+from dagsched.generate.arrivals import ARRIVALS, arrival_times, poisson_arrivals
 from dagsched.generate.clusters import NODE_TYPES, PRESETS, NodeType, Preset, cluster_preset, random_cluster
 from dagsched.generate.distributions import Gamma, LogNormal, RuntimeDistribution, Weibull, by_name
 from dagsched.generate.topologies import DEFAULT_RUNTIME, FAMILIES, SCALES, generate_workflow
@@ -29,6 +29,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ARRIVALS",
     "DEFAULT_RUNTIME",
     "FAMILIES",
     "NODE_TYPES",
@@ -41,6 +42,7 @@ __all__ = [
     "Preset",
     "RuntimeDistribution",
     "Weibull",
+    "arrival_times",
     "by_name",
     "cluster_preset",
     "generate_workflow",
@@ -48,5 +50,4 @@ __all__ = [
     "poisson_arrivals",
     "random_cluster",
     "recipe_workflow",
-    "workflow_stream",
 ]

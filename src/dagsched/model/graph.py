@@ -54,3 +54,19 @@ def default_deadlines_s(cp: CompiledProblem) -> FloatArray:
     """Absolute deadline per workflow: its own, else submission + 2 x critical path."""
     rel = np.where(np.isnan(cp.wf_deadline_s), 2.0 * critical_path_s(cp), cp.wf_deadline_s)
     return cp.wf_submit_s + rel
+
+
+def fastest_exec_s(cp: CompiledProblem) -> FloatArray:
+    """Each task's predicted time on the fastest node that can host its request (any node if none can)."""
+    hosts = np.all(cp.req[:, None, :] <= cp.cap[None, :, :] + 1e-9, axis=2)
+    best = np.where(hosts, cp.exec_s, np.inf).min(axis=1)
+    return np.asarray(np.where(np.isfinite(best), best, cp.exec_s.min(axis=1)), dtype=np.float64)
+
+
+def critical_path_fastest_s(cp: CompiledProblem) -> FloatArray:
+    """Per workflow, the critical path with every task on its fastest host and free transfers.
+
+    What a workflow would take alone on an idle cluster with unlimited nodes of the best kind:
+    the denominator of its slowdown and the unit of its stream deadline.
+    """
+    return longest_path_s(cp, fastest_exec_s(cp))
