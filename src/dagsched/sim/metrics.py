@@ -131,3 +131,208 @@ def _mean_square_free(cp: CompiledProblem, trace: Trace, cpu_cap: np.ndarray, ho
         acc += (t0 + horizon - prev) * (1.0 - used / cpu_cap[nd]) ** 2
         out[nd] = acc / horizon
     return out
+
+
+# -- a shared cluster under a stream of workflows ------------------------------------------------------
+
+WARMUP_FRACTION = 0.1
+"""Share of a stream's workflows, the first submitted, left out of its steady-state figures (the cluster fills)."""
+DRAIN_FRACTION = 0.1
+"""Share of a stream's workflows, the last submitted, left out of its steady-state figures (arrivals stop and the
+cluster empties, so the last ones see less contention than the steady state)."""
+
+
+@dataclass(frozen=True)
+class WorkflowOutcomes:
+    """Per workflow of a run, in the problem's workflow order (times in seconds from the start of the run)."""
+
+    submit_s: np.ndarray
+    first_start_s: np.ndarray
+    finish_s: np.ndarray
+    critical_path_s: np.ndarray
+    """critical path with every task on its fastest host (`critical_path_fastest_s`)"""
+    deadline_s: np.ndarray
+    tenant: list[str]
+    klass: list[str]
+
+    @property
+    def completion_s(self) -> np.ndarray:
+        """finish - submission"""
+        return np.asarray(self.finish_s - self.submit_s)
+
+    @property
+    def slowdown(self) -> np.ndarray:
+        """completion time / critical path on the fastest nodes (1 = as fast as alone on an ideal cluster)"""
+        return np.where(self.critical_path_s > 0, self.completion_s / np.maximum(self.critical_path_s, 1e-300), 1.0)
+
+    @property
+    def queue_s(self) -> np.ndarray:
+        """first start of any of its tasks - submission"""
+        return np.asarray(self.first_start_s - self.submit_s)
+
+    @property
+    def hit(self) -> np.ndarray:
+        return np.asarray(self.finish_s <= self.deadline_s + 1e-9)
+
+
+def workflow_outcomes(cp: CompiledProblem, trace: Trace) -> WorkflowOutcomes:
+    """Submission, first start, finish, critical path, deadline, tenant and class of every workflow."""
+    from dagsched.model.graph import critical_path_fastest_s
+
+    finish = np.zeros(cp.n_tasks)
+    first = np.full(cp.n_tasks, np.inf)
+    for a in trace.attempts:
+        first[a.task] = min(first[a.task], a.start)
+        if a.outcome == "done":
+            finish[a.task] = a.end
+    wf_finish = np.zeros(cp.n_workflows)
+    np.maximum.at(wf_finish, cp.task_wf, finish)
+    wf_first = np.full(cp.n_workflows, np.inf)
+    np.minimum.at(wf_first, cp.task_wf, first)
+    labels = [wf.labels for wf in cp.problem.workflows]
+    return WorkflowOutcomes(
+        submit_s=cp.wf_submit_s.copy(),
+        first_start_s=wf_first,
+        finish_s=wf_finish,
+        critical_path_s=critical_path_fastest_s(cp),
+        deadline_s=default_deadlines_s(cp),
+        tenant=[lab.get("tenant", "-") for lab in labels],
+        klass=[lab.get("class", "-") for lab in labels],
+    )
+
+
+@dataclass(frozen=True)
+class StreamMetrics:
+    """Steady-state figures of a stream on a shared cluster.
+
+    Steady state: the workflows are ordered by submission and the first `WARMUP_FRACTION` and the
+    last `DRAIN_FRACTION` of them are left out; the window is from the first counted submission to
+    the last. Per-workflow figures (completion, slowdown, queueing, SLA, fairness) are over the
+    counted workflows; throughput and utilisation are over the window. Percentiles interpolate
+    linearly (numpy's default).
+    """
+
+    workflows: int
+    window_s: tuple[float, float]
+    completion_mean: float
+    completion_p50: float
+    completion_p95: float
+    completion_p99: float
+    slowdown_mean: float
+    slowdown_p50: float
+    slowdown_p95: float
+    slowdown_p99: float
+    queue_mean: float
+    queue_p50: float
+    queue_p95: float
+    queue_p99: float
+    throughput_per_h: float
+    """workflows finishing inside the window, per hour of the window"""
+    sla_hit_rate: float
+    sla_by_class: dict[str, float]
+    cost: float
+    """billed cost of the whole run (every node is billed from its first start to its last end)"""
+    utilisation: dict[str, float]
+    """per resource: share of the speed-weighted capacity held over the window (work delivered / capacity);
+    nan for a resource the cluster has none of"""
+    fairness: float
+    """Jain's index of the tenants' mean slowdowns: 1 when every tenant is slowed down alike, 1/k at worst"""
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def steady_state(submit_s: np.ndarray, warmup: float = WARMUP_FRACTION, drain: float = DRAIN_FRACTION) -> np.ndarray:
+    """Indices of the workflows counted in the steady state: by submission, minus the first and last shares."""
+    order = np.argsort(submit_s, kind="stable")
+    n = len(order)
+    lo, hi = int(math.floor(n * warmup)), n - int(math.floor(n * drain))
+    return order[lo:hi] if hi > lo else order
+
+
+def jain_index(values: np.ndarray) -> float:
+    """(sum x)^2 / (n sum x^2): 1 for equal values, 1/n when one takes everything (Jain, Chiu and Hawe, 1984)."""
+    x = np.asarray(values, dtype=np.float64)
+    if x.size == 0 or not np.any(x):
+        return 1.0
+    return float(x.sum() ** 2 / (x.size * np.square(x).sum()))
+
+
+def stream_metrics(
+    cp: CompiledProblem,
+    trace: Trace,
+    config: SimConfig,
+    warmup: float = WARMUP_FRACTION,
+    drain: float = DRAIN_FRACTION,
+) -> StreamMetrics:
+    """The shared-cluster figures of a run (any run: a single workflow is a stream of one)."""
+    out = workflow_outcomes(cp, trace)
+    counted = steady_state(out.submit_s, warmup, drain)
+    lo, hi = float(out.submit_s[counted].min()), float(out.submit_s[counted].max())
+    if hi <= lo:  # one workflow, or all submitted at once: the window is their run
+        hi = max(float(out.finish_s[counted].max()), lo + 1e-9)
+    completion, slowdown, queue = out.completion_s[counted], out.slowdown[counted], out.queue_s[counted]
+    hit = out.hit[counted]
+    classes = [out.klass[i] for i in counted]
+    tenants = [out.tenant[i] for i in counted]
+    by_class = {
+        k: float(np.mean([h for h, c in zip(hit, classes, strict=True) if c == k])) for k in sorted(set(classes))
+    }
+    tenant_slowdown = [np.mean([s for s, t in zip(slowdown, tenants, strict=True) if t == k]) for k in set(tenants)]
+    finished_inside = np.count_nonzero((out.finish_s >= lo) & (out.finish_s <= hi))
+
+    def quantiles(x: np.ndarray) -> tuple[float, float, float, float]:
+        p50, p95, p99 = np.percentile(x, [50, 95, 99])
+        return float(np.mean(x)), float(p50), float(p95), float(p99)
+
+    c, s, q = quantiles(completion), quantiles(slowdown), quantiles(queue)
+    return StreamMetrics(
+        workflows=len(counted),
+        window_s=(lo, hi),
+        completion_mean=c[0],
+        completion_p50=c[1],
+        completion_p95=c[2],
+        completion_p99=c[3],
+        slowdown_mean=s[0],
+        slowdown_p50=s[1],
+        slowdown_p95=s[2],
+        slowdown_p99=s[3],
+        queue_mean=q[0],
+        queue_p50=q[1],
+        queue_p95=q[2],
+        queue_p99=q[3],
+        throughput_per_h=finished_inside * 3600.0 / (hi - lo),
+        sla_hit_rate=float(np.mean(hit)),
+        sla_by_class=by_class,
+        cost=billed_cost(cp, trace, config),
+        utilisation=window_utilisation(cp, trace, lo, hi),
+        fairness=jain_index(np.asarray(tenant_slowdown)),
+    )
+
+
+def window_utilisation(cp: CompiledProblem, trace: Trace, lo: float, hi: float) -> dict[str, float]:
+    """Per resource, the speed-weighted capacity held by attempts inside [lo, hi], as a share of it.
+
+    An attempt on a node of speed s holding r of a resource for d seconds counts r x d x s: the work it
+    did at speed 1.0 (more during a straggler episode, when the node holds it longer). Classic mode
+    counts one slot per task and per node.
+    """
+    from dagsched.model.entities import RESOURCES
+
+    if not trace.attempts or hi <= lo:
+        return dict.fromkeys(RESOURCES, math.nan)
+    tasks = np.array([a.task for a in trace.attempts])
+    nodes = np.array([a.node for a in trace.attempts])
+    start = np.array([a.start for a in trace.attempts])
+    end = np.array([a.end for a in trace.attempts])
+    held_s = np.clip(np.minimum(end, hi) - np.maximum(start, lo), 0.0, None)
+    if trace.classic:
+        req = np.zeros((len(tasks), 3))
+        req[:, 0] = 1.0
+        cap = np.zeros((cp.n_nodes, 3))
+        cap[:, 0] = 1.0
+    else:
+        req, cap = cp.req[tasks], cp.cap
+    used = (req * (held_s * cp.speed[nodes])[:, None]).sum(axis=0)
+    total = (cap * cp.speed[:, None]).sum(axis=0) * (hi - lo)
+    return {r: float(u / t) if t > 0 else math.nan for r, u, t in zip(RESOURCES, used, total, strict=True)}
