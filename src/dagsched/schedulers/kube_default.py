@@ -51,13 +51,24 @@ class KubeDefault(Scheduler):
             free[nd] -= sim.request(t)
         assignments: list[tuple[int, int]] = []
         wake = np.inf
-        for t in sorted(sim.ready_tasks(), key=lambda t: (-int(self.cp.priority[t]), t)):
+        queue = sorted(sim.ready_tasks(), key=lambda t: (-int(self.cp.priority[t]), t))
+        # the filter for every unbound pod at once, kept current as pods are bound: on a loaded cluster most
+        # pods fit nowhere, and they are passed over without scoring (schedule_one would find no node)
+        unbound = np.asarray([t for t in queue if t not in self.bound], dtype=np.int64)
+        row = {int(t): i for i, t in enumerate(unbound)}
+        req = sim.requests(unbound)
+        up = sim.node_up & (sim.node_available_s <= sim.now + _EPS)
+        feasible = up[None, :] & np.all(free[None, :, :] + _EPS >= req[:, None, :], axis=2)
+        any_feasible = feasible.any(axis=1).tolist()
+        for t in queue:
             if t not in self.bound:
-                nd = self.schedule_one(sim, t, free)
-                if nd < 0:
+                if not any_feasible[row[t]]:
                     continue  # unschedulable for now; retried at the next event
+                nd = self.schedule_one(sim, t, free)
                 self.bound[t] = nd
                 free[nd] -= sim.request(t)
+                feasible[:, nd] &= np.all(free[nd] + _EPS >= req, axis=1)
+                any_feasible = feasible.any(axis=1).tolist()
             nd = self.bound[t]
             arrival = sim.data_ready_s(t, nd)
             if arrival <= sim.now + _EPS and sim.node_available_s[nd] <= sim.now + _EPS:

@@ -27,6 +27,3 @@ class SJF(ListScheduler):
 
     def order(self, ready: list[int]) -> list[int]:
         return sorted(ready, key=lambda t: (float(self.mean_runtime_s[t]), t))
-
-    def choose_node(self, t: int, startable: list[int]) -> int:
-        return min(startable, key=lambda n: (float(self.cp.exec_s[t, n]), n))

@@ -316,6 +316,36 @@ class Simulator:
         eps = 1e-9
         return bool(f[0] + eps >= req[0] and f[1] + eps >= req[1] and f[2] + eps >= req[2])
 
+    def fitting(self, tasks: npt.NDArray[np.int64], free: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+        """(k, m): the node is up and booted and each task's request fits its `free` room.
+
+        A task migrated off a node it overran on avoids that node, unless no other node can ever host it.
+        """
+        req = self.requests(tasks)
+        up = self.node_up & (self.node_available_s <= self.now + 1e-9)
+        fits = up[None, :] & np.all(free[None, :, :] + 1e-9 >= req[:, None, :], axis=2)
+        for i in np.flatnonzero(self.avoid_node[tasks] >= 0):
+            hosts = np.all(self.cap + 1e-9 >= req[i], axis=1) & self.node_up
+            if hosts.sum() > 1:
+                fits[i, self.avoid_node[tasks[i]]] = False
+        return np.asarray(fits, dtype=bool)
+
+    def startable(
+        self, tasks: npt.NDArray[np.int64], free: npt.NDArray[np.float64] | None = None
+    ) -> tuple[npt.NDArray[np.bool_], float]:
+        """(k, m): which ready tasks could start on which nodes now, given `free` room (default the live room).
+
+        A pair is startable when it is `fitting` and the task's inputs are on the node. Also returns the
+        earliest instant at which a pair that fits now gets its inputs (inf if none): when waiting can help.
+        """
+        fits = self.fitting(tasks, self.free if free is None else free)
+        if not len(tasks):
+            return fits, _INF
+        arrival = np.stack([self.data_ready_all_s(int(t)) for t in tasks])
+        ok = fits & (arrival <= self.now + 1e-9)
+        later = fits & ~ok
+        return ok, float(arrival[later].min()) if later.any() else _INF
+
     def can_start(self, t: int, nd: int) -> bool:
         """t is ready, nd fits it now, and its inputs are on nd."""
         return self.status[t] == READY and self.fits_now(t, nd) and self.data_ready_s(t, nd) <= self.now + 1e-9

@@ -54,11 +54,14 @@ class NodeTimeline:
         i = bisect_right(times, ready_s) - 1
         start: float | None = None
         n = len(times)
-        while i < n:
-            if self._fits(i, req):
+        used, (c0, c1, c2), (r0, r1, r2) = self.used, self.cap, req
+        eps = 1e-9
+        while i < n:  # `_fits` inlined, the same float expressions: this loop is the planners' hot spot
+            u = used[i]
+            if u[0] + r0 <= c0 + eps and u[1] + r1 <= c1 + eps and u[2] + r2 <= c2 + eps:
                 if start is None:
                     start = max(ready_s, times[i])
-                seg_end = times[i + 1] if i + 1 < n else float("inf")
+                seg_end = times[i + 1] if i + 1 < n else inf
                 if seg_end >= start + duration_s - 1e-12:
                     return start
             else:
