@@ -3,7 +3,9 @@
 from dagsched.schedulers import (  # noqa: F401
     cpop,
     drl,
+    fair,
     fcfs,
+    fifo,
     heft,
     kube_default,
     max_min,
@@ -13,7 +15,9 @@ from dagsched.schedulers import (  # noqa: F401
     random,
     round_robin,
     sjf,
+    sjf_cp,
     tabu,
+    tetris,
 )
 from dagsched.schedulers.base import Decision, Scheduler, is_tree_search, make_scheduler, register, registered_names
 

@@ -38,6 +38,7 @@ class CPOP(StaticPlanner):
         self.priority = upward_rank(cp) + downward_rank(cp)
         self.critical_path = [self._critical_path(cp, w) for w in range(cp.n_workflows)]
         self.cp_node: dict[int, int] = {}  # per workflow, chosen at its first plan
+        self.on_path = {t: w for w, path in enumerate(self.critical_path) for t in path}
 
     def _critical_path(self, cp: CompiledProblem, w: int) -> list[int]:
         """Walk from the entry task of highest priority through children of the same priority."""
@@ -64,10 +65,18 @@ class CPOP(StaticPlanner):
         return self.cp_node[w]
 
     def plan_tasks(self, sim: Simulator, tasks: list[int], lines: list[NodeTimeline], state: PlanState) -> None:
-        on_path = {t: int(w) for w, path in enumerate(self.critical_path) for t in path}
+        on_path = self.on_path
         for t in ready_first(self.cp, tasks, self.priority):
             start, finish = earliest_finish(sim, lines, t, state.arrival_s(t))
             nd = self._processor(sim, on_path[t]) if t in on_path else -1
             if nd < 0 or not np.isfinite(finish[nd]):
                 nd = int(np.argmin(finish))
             self.assign(lines, state, t, nd, float(start[nd]))
+
+
+@register
+class CPOPKeep(CPOP):
+    """CPOP planning each arriving workflow around the earlier ones' committed slots (`replan_on_arrival`)."""
+
+    name = "cpop_keep"
+    replan_on_arrival = False

@@ -28,12 +28,24 @@ class HEFT(StaticPlanner):
 
     def prepare(self, cp: CompiledProblem) -> None:
         self.order = rank_order(upward_rank(cp), cp)
+        self.order_pos = np.empty(cp.n_tasks, dtype=np.int64)
+        self.order_pos[self.order] = np.arange(cp.n_tasks)
+
+    def in_rank_order(self, tasks: list[int]) -> list[int]:
+        """`tasks` by decreasing upward rank (their order in `self.order`), without walking the whole problem."""
+        return sorted(tasks, key=self.order_pos.__getitem__)
 
     def plan_tasks(self, sim: Simulator, tasks: list[int], lines: list[NodeTimeline], state: PlanState) -> None:
-        todo = set(tasks)
-        for t in self.order:
-            if t not in todo:
-                continue
+        for t in self.in_rank_order(tasks):
             start, finish = earliest_finish(sim, lines, t, state.arrival_s(t))
             nd = int(np.argmin(finish))
             self.assign(lines, state, t, nd, float(start[nd]))
+
+
+@register
+class HEFTKeep(HEFT):
+    """HEFT on a shared cluster that plans each arriving workflow around the earlier ones' committed slots
+    instead of re-planning them (`StaticPlanner.replan_on_arrival`)."""
+
+    name = "heft_keep"
+    replan_on_arrival = False

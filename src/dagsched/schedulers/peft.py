@@ -37,3 +37,11 @@ class PEFT(StaticPlanner):
             start, finish = earliest_finish(sim, lines, t, state.arrival_s(t))
             nd = int(np.argmin(finish + self.oct[t]))
             self.assign(lines, state, t, nd, float(start[nd]))
+
+
+@register
+class PEFTKeep(PEFT):
+    """PEFT planning each arriving workflow around the earlier ones' committed slots (`replan_on_arrival`)."""
+
+    name = "peft_keep"
+    replan_on_arrival = False

@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 from abc import abstractmethod
 from collections.abc import Iterator
+from typing import ClassVar
 
 import numpy as np
 
@@ -95,10 +96,21 @@ def ready_first(cp: CompiledProblem, tasks: list[int], priority: np.ndarray) -> 
 
 
 class StaticPlanner(Scheduler):
-    """Plan at reset, dispatch per node in planned order, re-plan the rest when needed."""
+    """Plan at reset, dispatch per node in planned order, re-plan the rest when needed.
+
+    On a shared cluster workflows keep arriving; `replan_on_arrival` says what an arrival does.
+    True (`heft`, `cpop`, `peft`): every unstarted task of every submitted workflow is planned
+    again, the new workflow's with them, in the planner's priority order. False (the `*_keep`
+    variants): only the new workflow is planned, into the room the cluster has committed, that is
+    the running tasks and the planned slots of the earlier workflows' unstarted tasks, which keep
+    their nodes and their order (a slot whose start has slipped past now is held from now on, for
+    its planned length). With one workflow the two are the same. Node failures, migrations and late
+    finishes re-plan every unstarted task in both.
+    """
 
     replan_slack: float = 0.5
     max_replans: int = 20
+    replan_on_arrival: ClassVar[bool] = True
 
     def reset(self, cp: CompiledProblem, sim: Simulator, seed: int = 0) -> None:
         super().reset(cp, sim, seed)
@@ -141,14 +153,43 @@ class StaticPlanner(Scheduler):
         placed = [t for t in tasks if np.isfinite(self.planned_start[t])]
         self.unplaced = len(placed) < len(tasks)
         self.planned_up = sim.node_up.copy()
-        pos = np.empty(sim.cp.n_tasks, dtype=np.int64)
-        pos[sim.cp.topo] = np.arange(sim.cp.n_tasks)
+        pos = self._topo_position(sim.cp)
         # ties by topological position: a zero-length parent planned at its child's start goes first
         for t in sorted(placed, key=lambda t: (self.planned_start[t], pos[t])):
             self.queues[int(self.node[t])].append(t)
 
+    def _plan_arrivals(self, sim: Simulator) -> None:
+        """Plan the newly submitted workflows only, around what the earlier ones have committed."""
+        self._sim = sim
+        new_wf = sim.submitted & ~self.planned_wf
+        self.planned_wf = sim.submitted.copy()
+        unstarted = (sim.status == WAITING) | (sim.status == READY)
+        tasks = [int(t) for t in np.flatnonzero(unstarted & new_wf[sim.cp.task_wf])]
+        lines = sim.node_timelines()
+        for nd, queue in enumerate(self.queues):
+            for t in queue:
+                if sim.status[t] in (RUNNING, DONE):
+                    continue
+                start = max(float(self.planned_start[t]), sim.now)
+                lines[nd].reserve(start, start + float(self.planned_finish[t] - self.planned_start[t]), sim.request(t))
+        self.node[tasks] = -1
+        self.plan_tasks(sim, tasks, lines, PlanState(sim))
+        placed = [t for t in tasks if np.isfinite(self.planned_start[t])]
+        self.unplaced = self.unplaced or len(placed) < len(tasks)
+        pos = self._topo_position(sim.cp)
+        for nd in {int(self.node[t]) for t in placed}:
+            queue = self.queues[nd] + [t for t in placed if self.node[t] == nd]
+            self.queues[nd] = sorted(queue, key=lambda t: (self.planned_start[t], pos[t]))
+
+    @staticmethod
+    def _topo_position(cp: CompiledProblem) -> np.ndarray:
+        pos = np.empty(cp.n_tasks, dtype=np.int64)
+        pos[cp.topo] = np.arange(cp.n_tasks)
+        return pos
+
     def _needs_replan(self, sim: Simulator) -> bool:
-        if not np.array_equal(sim.submitted, self.planned_wf):
+        """Whether every unstarted task must be planned again (an arrival alone, in keep mode, need not)."""
+        if not np.array_equal(sim.submitted, self.planned_wf) and (self.replan_on_arrival or not self.planned_wf.any()):
             return True
         late = False
         for t in list(self.watch):
@@ -171,13 +212,17 @@ class StaticPlanner(Scheduler):
             if self.planned_wf.any():
                 self.replans += 1
             self._replan(sim)
+        elif not np.array_equal(sim.submitted, self.planned_wf):
+            self._plan_arrivals(sim)
         free = sim.free.copy()
         assignments: list[tuple[int, int]] = []
         wake = np.inf
         for nd, queue in enumerate(self.queues):
-            while queue and sim.status[queue[0]] in (RUNNING, DONE):
-                queue.pop(0)
-            for t in list(queue):
+            while queue:
+                t = queue[0]
+                if sim.status[t] in (RUNNING, DONE):
+                    queue.pop(0)
+                    continue
                 if sim.status[t] != READY:
                     break
                 req = sim.request(t)
@@ -192,6 +237,6 @@ class StaticPlanner(Scheduler):
                     break
                 free[nd] -= req
                 assignments.append((t, nd))
-                queue.remove(t)
+                queue.pop(0)
                 self.watch.add(t)
         return Decision(assignments, wake if np.isfinite(wake) else None)

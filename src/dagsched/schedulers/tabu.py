@@ -57,7 +57,7 @@ class Tabu(HEFT):
         base_lines = _clone(lines)
         base_node, base_finish = state.node.copy(), state.finish.copy()
         super().plan_tasks(sim, tasks, _clone(lines), PlanState(sim))  # HEFT's plan: the start
-        order = [t for t in self.order if t in set(tasks)]
+        order = self.in_rank_order(tasks)
         if len(order) < 2 or not all(math.isfinite(self.planned_start[t]) for t in order):
             self._commit(sim, lines, state, order, {t: int(self.node[t]) for t in order})
             return
