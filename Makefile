@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 
-.PHONY: run serve quick test lint bench perf clean
+.PHONY: run serve quick test lint bench bench-standard bench-shared perf clean
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,11 +36,20 @@ test: lint
 quick: $(STAMP)
 	$(VENV)/bin/dagsched bench --suite quick --out results/quick
 
-# the standard suite (hours on one machine; resumes where it stopped), its report in docs/results/standard
-# (report.md and figures are committed; report.html, the same page self-contained, is not) and README's table
-bench: $(STAMP)
+# the standard and shared suites (hours on one machine; each resumes where it stopped), their reports in
+# docs/results/ (report.md and figures are committed; report.html, the same page self-contained, is not) and
+# README's tables
+bench: bench-standard bench-shared
+
+bench-standard: $(STAMP)
 	$(VENV)/bin/dagsched bench --suite standard --out results/standard
 	$(VENV)/bin/dagsched report results/standard --out docs/results/standard --readme README.md --command "make bench"
+
+# streams of workflows on a loaded shared cluster (docs/shared-cluster.md)
+bench-shared: $(STAMP)
+	$(VENV)/bin/dagsched bench --suite shared --out results/shared
+	$(VENV)/bin/dagsched report results/shared --out docs/results/shared --readme README.md \
+	  --title "shared cluster under load" --command "make bench-shared"
 
 # performance figures (they print; nothing is asserted on time)
 perf: $(STAMP)

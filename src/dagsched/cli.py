@@ -193,6 +193,13 @@ def simulate(
     if gantt:
         write_gantt(cp, result.trace, gantt)
     out = {"scheduler": scheduler, "seed": seed, **result.metrics.as_dict(), "valid": result.valid}
+    if cp.n_workflows > 1:  # a stream on a shared cluster: its steady-state figures too
+        from dagsched.sim.metrics import stream_metrics
+
+        sm = stream_metrics(cp, result.trace, config)
+        out |= {f"{k}": getattr(sm, k) for k in ("completion_mean", "completion_p95", "slowdown_mean", "queue_mean")}
+        out |= {"throughput_per_h": sm.throughput_per_h, "sla_steady": sm.sla_hit_rate, "fairness": sm.fairness}
+        out |= {f"util_{r}": v for r, v in sm.utilisation.items()}
     if not as_json:
         out.pop("workflow_makespans")
     if as_json:
@@ -361,25 +368,38 @@ def generate_cluster_cmd(
 
 @generate_app.command("stream")
 def generate_stream_cmd(
-    out_dir: Annotated[Path, typer.Option("--out-dir", help="folder for one file per workflow")],
-    workflows: Annotated[int, typer.Option(help="number of workflows")] = 10,
-    rate: Annotated[float, typer.Option(help="arrivals per hour (Poisson)")] = 6.0,
-    min_tasks: int = 10,
-    max_tasks: int = 100,
+    out_dir: Annotated[Path, typer.Option("--out-dir", help="folder for one file per workflow and cluster.yaml")],
+    cluster: Annotated[str, typer.Option("--cluster", "-c", help="cluster preset or file the load is set for")] = (
+        "hetero-16"
+    ),
+    workflows: Annotated[int, typer.Option(help="number of workflows")] = 100,
+    load: Annotated[float, typer.Option(help="target offered load of the binding resource (e.g. 0.85)")] = 0.85,
+    arrival: Annotated[str, typer.Option(help="poisson, bursty (MMPP-2) or diurnal")] = "poisson",
+    mix: Annotated[str, typer.Option(help="workload mix: default or synthetic")] = "default",
     seed: int = 0,
 ) -> None:
-    """A stream of workflows of mixed families arriving as a Poisson process."""
-    from dagsched.generate import FAMILIES, workflow_stream
-    from dagsched.io import write_workflow
+    """A stream of tenants' workflows arriving over time at a target offered load on one cluster.
+
+    Writes each workflow (with its submit time, deadline, tenant and priority class) and the cluster;
+    `dagsched simulate -c OUT/cluster.yaml -w OUT/w*.yaml` runs it.
+    """
+    from dagsched.generate.streams import generate_stream
+    from dagsched.io import write_cluster, write_workflow
 
     try:
-        stream = workflow_stream(list(FAMILIES), workflows, (min_tasks, max_tasks), rate, seed)
+        stream = generate_stream(resolve_cluster(cluster), workflows, load, arrival, seed, mix=mix)
         out_dir.mkdir(parents=True, exist_ok=True)
-        for wf in stream:
+        for wf in stream.workflows:
             write_workflow(wf, out_dir / f"{wf.name}.yaml")
+        write_cluster(stream.cluster, out_dir / "cluster.yaml")
     except InputError as err:
         raise _fail(err) from None
-    console.print(f"wrote {len(stream)} workflows to {out_dir}")
+    offered = ", ".join(f"{r} {v:.3f}" for r, v in stream.offered.items())
+    tasks = sum(len(wf.tasks) for wf in stream.workflows)
+    console.print(
+        f"wrote {len(stream.workflows)} workflows ({tasks} tasks) and cluster.yaml to {out_dir}: "
+        f"{stream.rate_per_s * 3600:.2f} arrivals per hour ({arrival}), offered load {offered}"
+    )
 
 
 def _register_subcommands() -> None:

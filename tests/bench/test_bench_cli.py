@@ -56,7 +56,7 @@ def test_bad_suite_and_scheduler_exit_2(tmp_path: Path) -> None:
     runner = CliRunner()
     bad = runner.invoke(_app(), ["bench", "--suite", "nope", "--out", str(tmp_path)])
     assert bad.exit_code == 2
-    assert "neither a built-in suite (quick, standard, real)" in bad.output
+    assert "neither a built-in suite (quick, standard, real, shared, shared-quick)" in bad.output
     suite = tmp_path / "s.yaml"
     suite.write_text(SUITE)
     wrong = runner.invoke(_app(), ["bench", "--suite", str(suite), "--out", str(tmp_path), "--schedulers", "heft,zzz"])

@@ -92,8 +92,15 @@ def stats_table(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]
 
 
 def results_table(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    """The stats helper's table when it is there (and speaks the expected keys), else plain means."""
+    """The stats helper's table when it is there (and speaks the expected keys), else plain means; streams get
+    the shared-cluster view (ranked by steady-state mean completion time)."""
     try:
+        from dagsched.bench import shared_report, stats
+
+        if rows and all(stats.is_stream(r) for r in rows):
+            headers, cells = shared_report.view_cells(stats.summary_table(rows))
+            keep = [i for i, h in enumerate(headers) if h not in ("excluded", "util gpu", "fairness")]
+            return [headers[i] for i in keep], [[c[i] for i in keep] for c in cells]
         return stats_table(rows)
     except (ImportError, AttributeError, KeyError, TypeError):
         return simple_table(rows)

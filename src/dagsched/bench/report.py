@@ -28,7 +28,7 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
-from dagsched.bench import stats
+from dagsched.bench import shared_report, stats
 from dagsched.console import fail
 from dagsched.model.compiled import CompiledProblem
 from dagsched.model.errors import InputError
@@ -518,8 +518,10 @@ def write_report(
     if out.exists() and not out.is_dir():
         raise InputError("--out", f"not a folder: {out}")
     (out / "figures").mkdir(parents=True, exist_ok=True)
-    figures = build_figures(rows, rebuild, gantt_problem_id)
-    sections = _sections(rows)
+    single = [r for r in rows if not stats.is_stream(r)]
+    figures = build_figures(single, rebuild, gantt_problem_id) if single or len(single) == len(rows) else []
+    figures += [Figure(key, caption, png) for key, caption, png in shared_report.figures(rows)]
+    sections = (_sections(single) if single or len(single) == len(rows) else []) + shared_report.sections(rows)
     overview = _overview(rows)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
@@ -560,33 +562,48 @@ def write_report(
 
 README_BEGIN = "<!-- results:begin (written by dagsched report --readme; edits here are overwritten) -->"
 README_END = "<!-- results:end -->"
+SHARED_README_BEGIN = "<!-- shared-results:begin (written by dagsched report --readme; edits here are overwritten) -->"
+SHARED_README_END = "<!-- shared-results:end -->"
+"""Streams get their own README section, so the single-workflow table and the shared-cluster one stand side by side."""
+
+
+def readme_markers(rows: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
+    """The README markers a results set writes between: the shared-cluster pair when its rows are streams."""
+    if rows and all(stats.is_stream(r) for r in rows):
+        return SHARED_README_BEGIN, SHARED_README_END
+    return README_BEGIN, README_END
 
 
 def readme_section(rows: Sequence[Mapping[str, Any]], command: str, report_link: str | None = None) -> str:
-    """The README's results section: overview, the summary and per-family tables, and how to reproduce them.
+    """The README's results section: overview, the summary and per-family (or per-load) tables, and how to
+    reproduce them.
 
     `report_link` is the full report's path relative to the README, linked for its plots.
     """
     rows = [dict(r) for r in rows]
-    sections = {heading: (text, headers, cells) for heading, text, headers, cells in _sections(rows)}
+    streams = bool(rows) and all(stats.is_stream(r) for r in rows)
+    found = shared_report.sections(rows) if streams else _sections(rows)
+    sections = {heading: (text, headers, cells) for heading, text, headers, cells in found}
     stamp = datetime.now(UTC).strftime("%Y-%m-%d")
     where = f" The full report with every plot: [{report_link}]({report_link})." if report_link else ""
     md = [f"Generated {stamp} from the results of `{command}`.{where}"]
     md += [""] + [f"- {line}" for line in _overview(rows)] + [""]
-    for heading in ("Summary", "Mean ratio to the best, per family"):
+    wanted = shared_report.README_SECTIONS if streams else ("Summary", "Mean ratio to the best, per family")
+    for heading in wanted:
         text, headers, cells = sections[heading]
         md += [f"**{heading}.** {text}", "", _markdown(headers, cells), ""]
     return "\n".join(md)
 
 
-def update_readme(path: str | Path, section: str) -> None:
-    """Replace what lies between the README's results markers with `section`; refuse a README without them."""
+def update_readme(path: str | Path, section: str, markers: tuple[str, str] = (README_BEGIN, README_END)) -> None:
+    """Replace what lies between the README's results `markers` with `section`; refuse a README without them."""
     path = Path(path)
     text = path.read_text() if path.exists() else ""
-    begin, end = text.find(README_BEGIN), text.find(README_END)
+    begin_marker, end_marker = markers
+    begin, end = text.find(begin_marker), text.find(end_marker)
     if begin < 0 or end < begin:
-        raise InputError("--readme", f"{path} has no '{README_BEGIN}' ... '{README_END}' markers")
-    head, tail = text[: begin + len(README_BEGIN)], text[end:]
+        raise InputError("--readme", f"{path} has no '{begin_marker}' ... '{end_marker}' markers")
+    head, tail = text[: begin + len(begin_marker)], text[end:]
     path.write_text(f"{head}\n{section.rstrip()}\n{tail}")
 
 
@@ -617,7 +634,7 @@ def register(app: typer.Typer) -> None:
             written = write_report(rows, target, title=title, rebuild=suite_rebuild(rows))
             if readme is not None:
                 link = Path(os.path.relpath(written.markdown.resolve(), readme.resolve().parent)).as_posix()
-                update_readme(readme, readme_section(rows, command, link))
+                update_readme(readme, readme_section(rows, command, link), readme_markers(rows))
         except InputError as err:
             raise fail(err) from None
         typer.echo(stats.format_markdown(stats.summary_table(rows)))

@@ -133,7 +133,32 @@ def run_cell(cp: CompiledProblem, spec: ProblemSpec, scheduler: str, seed: int, 
         "decisions": m.decisions,
         "valid": result.valid,
         "error": None if result.valid else "invalid trace: " + "; ".join(result.violations[:3]),
-        "wall_s": time.perf_counter() - t0,
+    }
+    if spec.kind == "stream":
+        row |= stream_columns(cp, result.trace, mode.config()) | {"load": spec.load, "arrival": spec.arrival}
+    row["wall_s"] = time.perf_counter() - t0
+    return row
+
+
+def stream_columns(cp: CompiledProblem, trace: Any, config: Any) -> Row:
+    """The steady-state figures of a stream run (`sim.metrics.stream_metrics`) as result columns."""
+    import json
+
+    from dagsched.sim.metrics import stream_metrics
+
+    sm = stream_metrics(cp, trace, config)
+    row: Row = {"workflows": sm.workflows}
+    for m in ("completion", "slowdown", "queue"):
+        for q in ("mean", "p50", "p95", "p99"):
+            row[f"{m}_{q}"] = getattr(sm, f"{m}_{q}")
+    row |= {
+        "throughput_per_h": sm.throughput_per_h,
+        "sla_steady": sm.sla_hit_rate,
+        "sla_by_class": json.dumps(sm.sla_by_class, sort_keys=True),
+        "util_cpu": sm.utilisation["cpu"],
+        "util_mem": sm.utilisation["mem"],
+        "util_gpu": None if math.isnan(sm.utilisation["gpu"]) else sm.utilisation["gpu"],
+        "fairness": sm.fairness,
     }
     return row
 

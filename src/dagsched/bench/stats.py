@@ -3,9 +3,10 @@
 Everything works on plain result rows (dicts with the keys the results store writes: suite,
 family, problem_id, cluster, mode, scheduler, seed, makespan, cost, sla_hit_rate, utilisation,
 lower_bound, slr, ..., valid, error). An *instance* is one problem in one mode with one seed; the
-schedulers run on the same instance are compared with each other. Rows with an error or an
-invalid trace are left out of every statistic but counted (`excluded`), so a scheduler cannot
-look good by crashing on the hard problems.
+schedulers run on the same instance are compared with each other by its *objective* (`objective`):
+the makespan of a single workflow, the steady-state mean completion time of a stream of workflows on
+a shared cluster. Rows with an error or an invalid trace are left out of every statistic but
+counted (`excluded`), so a scheduler cannot look good by crashing on the hard problems.
 """
 
 from __future__ import annotations
@@ -24,8 +25,12 @@ InstanceKey = tuple[Any, ...]
 METRICS = ("makespan", "cost", "sla_hit_rate", "utilisation")
 """The per-run figures summarised with mean, median and a bootstrap CI."""
 
+STREAM_METRICS = ("completion_mean", "completion_p95", "slowdown_mean", "queue_mean", "sla_steady", "util_cpu")
+STREAM_METRICS += ("util_gpu", "throughput_per_h", "fairness")
+"""The steady-state figures of stream rows, summarised the same way (absent from single-workflow rows)."""
+
 TIE_REL = 1e-6
-"""Two makespans within this relative difference are a tie."""
+"""Two objectives within this relative difference are a tie."""
 
 BASELINE = "heft"
 """The scheduler every other one is tested against."""
@@ -64,14 +69,25 @@ def bootstrap_ci(
     return (float(low), float(high))
 
 
+def is_stream(row: Row) -> bool:
+    """A row of a stream run (it has the steady-state completion time)."""
+    return row.get("completion_mean") is not None
+
+
+def objective(row: Row) -> float:
+    """What an instance ranks schedulers by (lower is better): a stream's steady-state mean completion time,
+    else the makespan."""
+    value = row.get("completion_mean") if is_stream(row) else row.get("makespan")
+    return math.nan if value is None else float(value)
+
+
 def is_ok(row: Row) -> bool:
-    """A row that counts: no error, a valid trace and a finite makespan."""
+    """A row that counts: no error, a valid trace and a finite objective."""
     if row.get("error"):
         return False
     if not bool(row.get("valid", True)):
         return False
-    makespan = row.get("makespan")
-    return makespan is not None and math.isfinite(float(makespan))
+    return math.isfinite(objective(row))
 
 
 def instance_key(row: Row) -> InstanceKey:
@@ -86,16 +102,16 @@ def _ratio(value: float, best: float) -> float:
 
 
 def instance_table(rows: Iterable[Row]) -> dict[InstanceKey, dict[str, float]]:
-    """Makespan per instance and scheduler over the rows that count (duplicates averaged)."""
+    """Objective per instance and scheduler over the rows that count (duplicates averaged)."""
     acc: dict[InstanceKey, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
         if is_ok(row):
-            acc[instance_key(row)][str(row["scheduler"])].append(float(row["makespan"]))
+            acc[instance_key(row)][str(row["scheduler"])].append(objective(row))
     return {key: {s: float(np.mean(v)) for s, v in per.items()} for key, per in acc.items()}
 
 
 def with_ratios(rows: Iterable[Row]) -> list[dict[str, Any]]:
-    """The rows that count, each with `ratio_best` (makespan / best makespan on its instance) and `slr`.
+    """The rows that count, each with `ratio_best` (objective / best objective on its instance) and `slr`.
 
     The best is taken over the schedulers present for that instance, so a ratio of 1 means no
     scheduler in this run did better. `slr` is makespan / lower bound, from the row when given.
@@ -108,17 +124,16 @@ def with_ratios(rows: Iterable[Row]) -> list[dict[str, Any]]:
         if not is_ok(row):
             continue
         r = dict(row)
-        makespan = float(r["makespan"])
-        r["ratio_best"] = _ratio(makespan, best[instance_key(row)])
+        r["ratio_best"] = _ratio(objective(r), best[instance_key(row)])
         if r.get("slr") is None:
-            lb = r.get("lower_bound")
-            r["slr"] = _ratio(makespan, float(lb)) if lb is not None else math.nan
+            lb, makespan = r.get("lower_bound"), r.get("makespan")
+            r["slr"] = _ratio(float(makespan), float(lb)) if lb is not None and makespan is not None else math.nan
         out.append(r)
     return out
 
 
 def win_tie_loss(rows: Iterable[Row], scheduler: str, baseline: str = BASELINE) -> tuple[int, int, int]:
-    """Instances where `scheduler` beats, ties (within TIE_REL) or loses to `baseline` on makespan."""
+    """Instances where `scheduler` beats, ties (within TIE_REL) or loses to `baseline` on the objective."""
     win = tie = loss = 0
     for per in instance_table(rows).values():
         if scheduler not in per or baseline not in per:
@@ -133,22 +148,22 @@ def win_tie_loss(rows: Iterable[Row], scheduler: str, baseline: str = BASELINE) 
     return win, tie, loss
 
 
-def paired_makespans(rows: Iterable[Row], scheduler: str, baseline: str = BASELINE) -> tuple[np.ndarray, np.ndarray]:
-    """Makespans of `scheduler` and `baseline` on the instances both completed, in the same order."""
+def paired_objectives(rows: Iterable[Row], scheduler: str, baseline: str = BASELINE) -> tuple[np.ndarray, np.ndarray]:
+    """Objectives of `scheduler` and `baseline` on the instances both completed, in the same order."""
     table = instance_table(rows)
     keys = sorted((k for k, per in table.items() if scheduler in per and baseline in per), key=repr)
     return (np.array([table[k][scheduler] for k in keys]), np.array([table[k][baseline] for k in keys]))
 
 
 def wilcoxon_vs(rows: Iterable[Row], scheduler: str, baseline: str = BASELINE) -> dict[str, float | int | None]:
-    """Wilcoxon signed-rank test of paired makespans against `baseline`: p-value and median log ratio.
+    """Wilcoxon signed-rank test of paired objectives against `baseline`: p-value and median log ratio.
 
-    The test runs on log(makespan / baseline makespan) so that every instance weighs by its
+    The test runs on log(objective / baseline objective) so that every instance weighs by its
     relative difference: on raw differences the large problems would take all the top ranks.
     Differences within TIE_REL are ties and are dropped (Wilcoxon's zero method); when nothing
     differs the p-value is 1.0, and with no pairs at all it is None.
     """
-    a, b = paired_makespans(rows, scheduler, baseline)
+    a, b = paired_objectives(rows, scheduler, baseline)
     out: dict[str, float | int | None] = {"pairs": int(a.size), "p_value": None, "median_log_ratio": None}
     if a.size == 0:
         return out
@@ -191,7 +206,8 @@ def group_stats(
     """One dict per group (e.g. scheduler, or scheduler x family): counts, metrics, ratios, wins, test.
 
     Keys: the `by` fields, n (rows that count), excluded (rows with an error or an invalid trace),
-    {makespan,cost,sla_hit_rate,utilisation,ratio_best,slr}_{mean,median,ci_low,ci_high},
+    {makespan,cost,sla_hit_rate,utilisation,<STREAM_METRICS>,ratio_best,slr}_{mean,median,ci_low,ci_high}
+    (nan where no row has the figure),
     wins/ties/losses against `baseline` and p_value / median_log_ratio of the Wilcoxon test
     (None where the baseline is absent or the group is the baseline itself).
     """
@@ -212,7 +228,7 @@ def group_stats(
         entry: dict[str, Any] = dict(zip(by, key, strict=True))
         entry["n"] = len(members)
         entry["excluded"] = excluded.get(key, 0)
-        for metric in (*METRICS, "ratio_best", "slr"):
+        for metric in (*METRICS, *STREAM_METRICS, "ratio_best", "slr"):
             values = [float(r[metric]) for r in members if r.get(metric) is not None]
             entry.update(_describe(metric, values, seed))
         scheduler = entry.get("scheduler")
@@ -287,7 +303,7 @@ def excluded_rows(rows: Iterable[Row]) -> list[dict[str, Any]]:
     for row in rows:
         if is_ok(row):
             continue
-        reason = str(row.get("error") or ("invalid trace" if not bool(row.get("valid", True)) else "no makespan"))
+        reason = str(row.get("error") or ("invalid trace" if not bool(row.get("valid", True)) else "no objective"))
         out.append({**row, "reason": reason})
     return out
 
@@ -357,7 +373,7 @@ def table_cells(
     return keys, [[fmt(e.get(k)) for k in keys] for e in table]
 
 
-_STAT_PREFIXES = tuple(f"{m}_" for m in (*METRICS, "ratio_best", "slr"))
+_STAT_PREFIXES = tuple(f"{m}_" for m in (*METRICS, *STREAM_METRICS, "ratio_best", "slr"))
 
 
 def format_markdown(table: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:

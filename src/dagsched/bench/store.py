@@ -45,6 +45,22 @@ cells = sa.Table(
     sa.Column("decision_latency_mean_ms", sa.Float),
     sa.Column("decision_latency_p99_ms", sa.Float),
     sa.Column("decisions", sa.Integer),
+    # streams on a shared cluster (kind "stream"): steady-state figures, `sim.metrics.stream_metrics`
+    sa.Column("load", sa.Float),
+    sa.Column("arrival", sa.String),
+    sa.Column("workflows", sa.Integer),
+    *(
+        sa.Column(f"{m}_{q}", sa.Float)
+        for m in ("completion", "slowdown", "queue")
+        for q in ("mean", "p50", "p95", "p99")
+    ),
+    sa.Column("throughput_per_h", sa.Float),
+    sa.Column("sla_steady", sa.Float),
+    sa.Column("sla_by_class", sa.Text),
+    sa.Column("util_cpu", sa.Float),
+    sa.Column("util_mem", sa.Float),
+    sa.Column("util_gpu", sa.Float),
+    sa.Column("fairness", sa.Float),
     sa.Column("valid", sa.Boolean, nullable=False),
     sa.Column("wall_s", sa.Float),
     sa.Column("error", sa.Text),
@@ -78,6 +94,16 @@ class ResultStore:
         self.engine = sa.create_engine(f"sqlite:///{self.path}")
         if create:
             metadata.create_all(self.engine)
+        self._add_missing_columns()
+
+    def _add_missing_columns(self) -> None:
+        """A results file written before a column existed gets it (empty): old runs resume and report as before."""
+        with self.engine.begin() as conn:
+            have = {c["name"] for c in sa.inspect(conn).get_columns(cells.name)}
+            for column in cells.columns:
+                if column.name not in have:
+                    kind = column.type.compile(dialect=self.engine.dialect)
+                    conn.execute(sa.text(f'ALTER TABLE {cells.name} ADD COLUMN "{column.name}" {kind}'))
 
     def done_keys(self) -> set[Key]:
         """Keys of every stored cell, failed ones included."""

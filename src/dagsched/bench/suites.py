@@ -11,7 +11,9 @@ at 50 tasks is one fresh workflow that every scheduler sees. Real traces are one
 instance each, run once per seed.
 
 Built-in suites: `quick` (about two minutes on two cores), `standard` (the full grid), `real`
-(the WfCommons traces only). Any other name is read as a YAML suite file, see `load_suite_file`.
+(the WfCommons traces only), `shared` (workflow streams on a loaded shared cluster) and
+`shared-quick` (its few-minute variant). Any other name is read as a YAML suite file, see
+`load_suite_file`.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
     from dagsched.model.compiled import CompiledProblem
     from dagsched.sim.config import SimConfig
 
-ProblemKind = Literal["synthetic", "trace", "recipe", "file"]
+ProblemKind = Literal["synthetic", "trace", "recipe", "file", "stream"]
 SKIPPED_TRACE_FOLDERS = ("legacy", "helloworld")
 """MANIFEST families left out of suites: legacy/ duplicates older schema versions, helloworld/ is toys."""
 
@@ -118,8 +120,10 @@ class ProblemSpec:
     """How to build one problem (workflow plus cluster) anywhere, deterministically.
 
     `kind` picks the source: "synthetic" (family, n_tasks, gen_seed, ccr), "trace" (a WfCommons
-    trace `path`), "recipe" (a WfCommons recipe, n_tasks, gen_seed) or "file" (a user workflow
-    `path`). `cluster` is a preset name, a cluster file path or "own" (a classic file's machines).
+    trace `path`), "recipe" (a WfCommons recipe, n_tasks, gen_seed), "file" (a user workflow
+    `path`) or "stream" (n_workflows of a `mix` arriving by `arrival` at offered `load`, gen_seed;
+    see `dagsched.generate.streams`). `cluster` is a preset name, a cluster file path or "own" (a
+    classic file's machines).
     """
 
     kind: ProblemKind
@@ -136,6 +140,14 @@ class ProblemSpec:
     """the trace or file name in problem_id; defaults to the path's stem"""
     cluster_id: str | None = None
     """the cluster's label in problem_id; computed from `cluster` when None"""
+    load: float | None = None
+    """stream: target offered load of the binding resource"""
+    arrival: str | None = None
+    """stream: arrival process (poisson, bursty, diurnal)"""
+    n_workflows: int | None = None
+    """stream: number of workflows"""
+    mix: str | None = None
+    """stream: name of the workload mix (`dagsched.generate.streams.MIXES`)"""
 
     @property
     def problem_id(self) -> str:
@@ -147,6 +159,8 @@ class ProblemSpec:
             return f"recipe/{self.recipe}/n{self.n_tasks}/s{self.gen_seed}@{at}"
         if self.kind == "trace":
             return f"trace/{self.family}/{self.name or _stem(self.path)}@{at}"
+        if self.kind == "stream":
+            return f"stream/{self.mix}/{self.arrival}/w{self.n_workflows}/load{self.load:g}/s{self.gen_seed}@{at}"
         return f"file/{self.name or _stem(self.path)}@{at}"
 
     @property
@@ -157,9 +171,16 @@ class ProblemSpec:
         preset = PRESETS.get(self.cluster)
         return preset.n_nodes if preset else None
 
+    @property
+    def expected_tasks(self) -> int | None:
+        """The task count when known before building; for a stream, n_workflows x STREAM_MEAN_TASKS (an estimate)."""
+        if self.kind == "stream" and self.n_workflows is not None:
+            return self.n_workflows * STREAM_MEAN_TASKS
+        return self.n_tasks
+
     def cost_estimate(self) -> float:
         """Relative work of one cell, for chunking and ordering: grows a little faster than the task count."""
-        n = float(self.n_tasks or 200)
+        n = float(self.expected_tasks or 200)
         return float(n**1.3)
 
     def build(self) -> CompiledProblem:
@@ -178,6 +199,19 @@ class ProblemSpec:
             assert self.recipe is not None and self.n_tasks is not None and self.gen_seed is not None
             wf = recipe_workflow(self.recipe, self.n_tasks, self.gen_seed)
             return compile_problem(parse(Problem, {"name": wf.name, "workflows": [wf], "cluster": self._cluster()}))
+        if self.kind == "stream":
+            from dagsched.generate.streams import generate_stream
+
+            assert self.n_workflows is not None and self.load is not None and self.gen_seed is not None
+            stream = generate_stream(
+                self._cluster(),
+                self.n_workflows,
+                self.load,
+                self.arrival or "poisson",
+                self.gen_seed,
+                mix=self.mix or "default",
+            )
+            return compile_problem(stream.problem(self.problem_id))
         from dagsched.io import read_problem
 
         assert self.path is not None
@@ -229,7 +263,10 @@ class Mode:
 
 CLASSIC = Mode("classic", (("classic", True),))
 CLOUD = Mode("cloud", (("noise_cv", 0.2),))
-BUILTIN_MODES = {"classic": CLASSIC, "cloud": CLOUD}
+SHARED = Mode("shared", (("mtbf_s", 86_400.0), ("noise_cv", 0.3), ("straggler_rate_per_h", 0.5)))
+"""A loaded cloud: runtime noise CV 0.3, each node failing once a day on average (repaired in 10 minutes on
+average) and slowed 3x for about 5 minutes twice an hour on average."""
+BUILTIN_MODES = {"classic": CLASSIC, "cloud": CLOUD, "shared": SHARED}
 
 
 @dataclass(frozen=True)
@@ -269,13 +306,15 @@ class Suite:
     tree_search_limit: int | None = None
     """tree-search schedulers (`Scheduler.tree_search`, MCTS) run only on problems with fewer than this
     many tasks x nodes; None runs them everywhere"""
+    skip: tuple[str, ...] = ()
+    """schedulers left out of "every registered scheduler" (the suite's docstring says why)"""
 
     def scheduler_names(self, override: Sequence[str] | None = None) -> list[str]:
         """`override`, else the suite's list, else every registered scheduler now (later ones included)."""
         from dagsched.schedulers import registered_names
 
         known = registered_names()
-        names = list(override) if override else list(self.schedulers or known)
+        names = list(override) if override else list(self.schedulers or [n for n in known if n not in self.skip])
         if names == ["all"]:
             names = known
         unknown = [n for n in names if n not in known]
@@ -299,10 +338,13 @@ class Suite:
         ]
 
     def within_tree_search_limit(self, spec: ProblemSpec) -> bool:
-        """Whether tree search runs on `spec`: tasks x nodes under the limit (or either one unknown)."""
-        if self.tree_search_limit is None or spec.n_tasks is None or spec.n_nodes is None:
+        """Whether tree search runs on `spec`: tasks x nodes under the limit (or either one unknown).
+
+        A stream's task count is its estimate (`ProblemSpec.expected_tasks`)."""
+        tasks = spec.expected_tasks
+        if self.tree_search_limit is None or tasks is None or spec.n_nodes is None:
             return True
-        return spec.n_tasks * spec.n_nodes < self.tree_search_limit
+        return tasks * spec.n_nodes < self.tree_search_limit
 
 
 # -- built-in suites --------------------------------------------------------------------------------
@@ -343,6 +385,9 @@ QUICK_TRACES = (
 )
 STANDARD_CLUSTERS = ("homog-8", "hetero-16", "large-100")
 STANDARD_SEEDS = tuple(range(1, 11))
+STREAM_MEAN_TASKS = 75
+"""Mean tasks per workflow of the stream mixes (the default mix drew 21,776 tasks in 300 workflows): a stream's
+size estimate before it is built."""
 STANDARD_TREE_SEARCH_LIMIT = 50_000
 """tasks x nodes below which the standard suite runs MCTS: all of hetero-16 and homog-8, large-100 to 200 tasks"""
 
@@ -401,7 +446,94 @@ def real_suite(root: Path | None = None) -> Suite:
     return Suite("real", tuple(entries), seeds=STANDARD_SEEDS, description=real_suite.__doc__ or "")
 
 
-BUILTIN_SUITES = {"quick": quick_suite, "standard": standard_suite, "real": real_suite}
+SHARED_CLUSTERS = ("homog-8", "hetero-16", "large-100")
+SHARED_LOADS = (0.3, 0.6, 0.85, 0.95)
+SHARED_ARRIVALS = ("poisson", "bursty")
+SHARED_WORKFLOWS = {"homog-8": 100, "hetero-16": 150, "large-100": 250}
+"""Workflows per stream on each cluster (see `shared_suite` for why these lengths)."""
+SHARED_SKIP = ("drl", "mcts", "mcts_uct", "tabu")
+"""Registered schedulers the shared suite leaves out (see `shared_suite`); shared-quick runs them."""
+
+
+def _stream(cluster: str, n_workflows: int, load: float, arrival: str, seed: int, mix: str = "default") -> ProblemSpec:
+    return ProblemSpec(
+        "stream",
+        arrival,
+        cluster,
+        gen_seed=seed,
+        cluster_id=cluster,
+        load=load,
+        arrival=arrival,
+        n_workflows=n_workflows,
+        mix=mix,
+    )
+
+
+def shared_suite() -> Suite:
+    """Workflow streams on a shared, loaded cluster: 3 clusters x 4 offered loads x 2 arrival processes x 10 seeds.
+
+    Each stream mixes four tenants' workflows (ETL, analytics, ML pipelines, science: synthetic
+    families, WfCommons recipes and real traces, `MIXES["default"]`) arriving by a Poisson or a
+    bursty (MMPP-2) process at offered load 0.3, 0.6, 0.85 or 0.95 of the binding resource, in the
+    `shared` mode (noise CV 0.3, node failures and stragglers). The seed fixes the stream and the
+    hidden randomness. Streams hold 100 workflows on homog-8, 150 on hetero-16 and 250 on large-100
+    (about 7,500, 11,000 and 19,000 tasks), spanning about 3 to 40 hours of simulated time: long enough
+    for several workflow lifetimes at every load, short enough that the 2,720 cells run in hours on
+    two cores (a steady state on large-100 would need about 100,000 tasks per stream; its figures are
+    those of a cluster still filling at the high loads, and the report's utilisation says by how much).
+
+    Every registered scheduler runs except four whose cost per decision grows with everything queued
+    on the cluster, which a stream makes large (`SHARED_SKIP`; shared-quick runs them on short
+    streams): `drl` reads every task of the problem at every pick (a 30-workflow stream took it
+    132 s, and the cost grows with the square of the stream), `mcts` and `mcts_uct` re-plan every
+    unstarted task of every workflow at each decision once their rollout budget is spent (one
+    30-workflow stream took more than 25 minutes), and `tabu`, whose re-plan budget of 25,000 task
+    placements is smaller than a few evaluations of a loaded stream's queue, plans what HEFT plans
+    at several times HEFT's cost (identical mean completion time on a 200-workflow stream, 164 s
+    against 38 s).
+    """
+    entries = [
+        Entry(_stream(cl, SHARED_WORKFLOWS[cl], load, arrival, s), (s,))
+        for cl in SHARED_CLUSTERS
+        for load in SHARED_LOADS
+        for arrival in SHARED_ARRIVALS
+        for s in STANDARD_SEEDS
+    ]
+    return Suite(
+        "shared",
+        tuple(entries),
+        modes=(SHARED,),
+        seeds=STANDARD_SEEDS,
+        description=shared_suite.__doc__ or "",
+        skip=SHARED_SKIP,
+    )
+
+
+SHARED_QUICK_WORKFLOWS = 10
+
+
+def shared_quick_suite() -> Suite:
+    """A few minutes: 10-workflow streams of the default mix on hetero-16, loads 0.3 and 0.85, Poisson and
+    bursty, one seed, the `shared` mode; every registered scheduler, those the shared suite skips included."""
+    seeds = (1,)
+    entries = [
+        Entry(_stream("hetero-16", SHARED_QUICK_WORKFLOWS, load, arrival, s), (s,))
+        for load in (0.3, 0.85)
+        for arrival in SHARED_ARRIVALS
+        for s in seeds
+    ]
+    return Suite(
+        "shared-quick", tuple(entries), modes=(SHARED,), seeds=seeds, description=shared_quick_suite.__doc__ or ""
+    )
+
+
+BUILTIN_SUITES = {
+    "quick": quick_suite,
+    "standard": standard_suite,
+    "real": real_suite,
+    "shared": shared_suite,
+    "shared-quick": shared_quick_suite,
+}
 
 
 def get_suite(name_or_path: str | Path) -> Suite:
