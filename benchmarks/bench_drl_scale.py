@@ -15,9 +15,8 @@ import sys
 import torch
 
 from dagsched.bench.suites import CLASSIC, ProblemSpec
-from dagsched.schedulers import make_scheduler
+from dagsched.schedulers import make_scheduler, simulate
 from dagsched.schedulers.drl import DRLScheduler
-from dagsched.sim.run import simulate
 
 DEFAULT_CASES = (
     "layered:200:large-100",

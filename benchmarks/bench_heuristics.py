@@ -19,9 +19,8 @@ from types import ModuleType
 
 from dagsched.bench.suites import CLASSIC, CLOUD, Mode, ProblemSpec, _trace, real_traces, wfinstances_root
 from dagsched.model import CompiledProblem
-from dagsched.schedulers import make_scheduler
+from dagsched.schedulers import make_scheduler, simulate
 from dagsched.schedulers.base import Scheduler
-from dagsched.sim.run import simulate
 from dagsched.sim.trace import Trace
 
 ROOT = Path(__file__).resolve().parents[1]

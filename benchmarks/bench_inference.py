@@ -6,7 +6,7 @@ check that finds nothing more to start is added to the last pick of its call).
 - reference: `FeatureBuilder.build` + `SchedulingPolicy.forward_single` (PyG), `DRLScheduler(fast=False)`;
 - numpy: `FeatureBuilder.decision` + `PolicyInference.logits` in numpy (static parts once per plan,
   legal pairs only), `DRLScheduler(compiled=False)`;
-- compiled: the same path with the numba kernels of `dagsched.rl.kernels` (features to the bit, the network
+- compiled: the same path with the numba kernels of `dagsched.policy.kernels` (features to the bit, the network
   on DAGs up to 96 tasks), `DRLScheduler()` (the default).
 Both run in one process, on the same problems and seeds, one torch thread, interleaved per problem;
 the plans they make are compared (they must be the same). Also the plans/s of a whole plan of the
@@ -32,12 +32,15 @@ import torch
 from dagsched.generate import cluster_preset, generate_workflow
 from dagsched.model import Problem, compile_problem
 from dagsched.model.compiled import CompiledProblem
-from dagsched.rl.features import TASK_DYNAMIC, DecisionInputs, FeatureBuilder
-from dagsched.rl.policy import PolicyInference, SchedulingPolicy
-from dagsched.schedulers.drl import DEFAULT_MODEL, DRLScheduler, load_cached_policy
+from dagsched.policy import DEFAULT_MODEL
+from dagsched.policy.features import TASK_DYNAMIC, DecisionInputs, FeatureBuilder
+from dagsched.policy.files import load_cached_policy
+from dagsched.policy.gnn import SchedulingPolicy
+from dagsched.policy.inference import PolicyInference
+from dagsched.schedulers import simulate
+from dagsched.schedulers.drl import DRLScheduler
 from dagsched.sim.config import SimConfig
 from dagsched.sim.engine import Simulator
-from dagsched.sim.run import simulate
 
 
 def _now() -> npt.NDArray[np.float64]:
@@ -51,19 +54,20 @@ def _timed_picks(
     until `max_picks` picks, and its assignments. `inference(policy, builder)`, if given, replaces the
     scheduler's PolicyInference (the sketches below)."""
     sim = Simulator(cp, SimConfig(), 0)
-    sched.reset(cp, sim, 0)
+    sched.reset(cp, sim.decision_point(), 0)
     if inference is not None:
         sched.inference = inference(sched.policy, sched.builder)
     sim.trace.scheduler = sched.name
-    marks: list[npt.NDArray[np.float64]] = []  # entry of each ready_state call of the current decide
+    marks: list[npt.NDArray[np.float64]] = []  # entry of each feature call of the current decide (one per pick)
     picked: list[bool] = []  # whether a pick followed that entry
     builder: Any = sched.builder
-    ready_state, pick = builder.ready_state, sched._pick
+    features = builder.decision if sched.inference is not None else builder.build
+    pick = sched._pick
 
-    def timed_ready_state(view: Simulator) -> Any:
+    def timed_features(view: Any) -> Any:
         marks.append(_now())
         picked.append(False)
-        return ready_state(view)
+        return features(view)
 
     def timed_pick(obs: Any) -> int:
         picked[-1] = True
@@ -73,10 +77,13 @@ def _timed_picks(
     plan: list[tuple[int, int]] = []
     decide = sched.decide
 
-    def timed_decide(view: Simulator) -> Any:
+    def timed_decide(view: Any) -> Any:
         marks.clear()
         picked.clear()
+        start = _now()
         decision = decide(view)
+        if marks:
+            marks[0] = start  # the first pick also pays the decision point's legality
         bounds = [*marks[1:], _now()]
         spans = [b - a for a, b, p in zip(marks, bounds, picked, strict=True) if p]
         if spans:
@@ -85,13 +92,17 @@ def _timed_picks(
         plan.extend(decision.assignments)
         return decision
 
-    builder.ready_state = timed_ready_state
+    if sched.inference is not None:
+        builder.decision = timed_features
+    else:
+        builder.build = timed_features
     sched._pick = timed_pick  # type: ignore[method-assign]
     sched.decide = timed_decide  # type: ignore[method-assign]
     while not sim.done and len(lat) < max_picks:
-        if not sim.step():
+        dp = sim.next_decision()
+        if dp is None:
             break
-        sim.decide(sched)
+        sim.apply(sched.decide(dp))
     return lat, plan
 
 

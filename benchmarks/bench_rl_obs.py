@@ -21,8 +21,9 @@ import torch
 
 from dagsched.generate import cluster_preset, generate_workflow
 from dagsched.model import Problem, compile_problem
+from dagsched.policy.files import count_parameters
+from dagsched.policy.gnn import SchedulingPolicy, choose
 from dagsched.rl.env import SchedulingEnv
-from dagsched.rl.policy import SchedulingPolicy, choose, count_parameters
 
 
 def _pct(xs: list[float]) -> str:

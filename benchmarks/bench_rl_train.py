@@ -27,11 +27,12 @@ import torch
 
 from dagsched.generate import cluster_preset, generate_workflow
 from dagsched.model import Problem, compile_problem
+from dagsched.policy.files import load_cached_policy
 from dagsched.rl.env import SchedulingEnv
 from dagsched.rl.train import TrainConfig, algorithm_policy, build_algorithm, env_fields
-from dagsched.schedulers.drl import DRLScheduler, load_cached_policy
+from dagsched.schedulers import simulate
+from dagsched.schedulers.drl import DRLScheduler
 from dagsched.sim.config import SimConfig
-from dagsched.sim.run import simulate
 
 
 def env_steps_per_s(steps: int = 3000) -> float:

@@ -8,11 +8,11 @@ from __future__ import annotations
 import time
 
 from dagsched.bench.suites import ProblemSpec
+from dagsched.schedulers import simulate
 from dagsched.schedulers.mcts import MCTSUCT, MCTSConfig
 from dagsched.schedulers.tabu import Tabu
 from dagsched.sim.config import SimConfig
 from dagsched.sim.engine import Simulator
-from dagsched.sim.run import simulate
 
 
 def fork_us(n_tasks: int, repeats: int = 300) -> float:

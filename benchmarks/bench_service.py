@@ -86,7 +86,8 @@ def _policy(tmp: Path) -> tuple[Path, str]:
         return DEFAULT_MODEL, f"shipped {DEFAULT_MODEL.name}"
     import torch
 
-    from dagsched.rl.policy import SchedulingPolicy, save_policy
+    from dagsched.policy.files import save_policy
+    from dagsched.policy.gnn import SchedulingPolicy
 
     torch.manual_seed(0)
     save_policy(SchedulingPolicy(), tmp / "random")

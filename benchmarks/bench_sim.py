@@ -61,7 +61,7 @@ def main() -> None:
     classic = SimConfig(classic=True)
     sim = Simulator(cp, classic, 1)
     heft = make_scheduler("heft")
-    heft.reset(cp, sim, 1)
+    heft.reset(cp, sim.decision_point(), 1)
     trace = sim.run(heft)
     assert validate_trace(cp, trace).ok
     node_of = {a.task: a.node for a in trace.attempts}
@@ -72,7 +72,7 @@ def main() -> None:
     def engine_only() -> None:
         s = Simulator(cp, classic, 1)
         r = Replay(node_of, start_of)
-        r.reset(cp, s, 1)
+        r.reset(cp, s.decision_point(), 1)
         t0 = time.perf_counter()
         tr = s.run(r)
         engine_s.append(time.perf_counter() - t0 - sum(tr.decision_latency_s))
@@ -87,9 +87,9 @@ def main() -> None:
     def plan_heft() -> None:
         h = make_scheduler("heft")
         s = Simulator(cp, classic, 1)
-        h.reset(cp, s, 1)
+        h.reset(cp, s.decision_point(), 1)
         s.step()  # the arrival at t=0 makes the workflow visible
-        h._replan(s)  # the whole plan, as at the first decision
+        h._replan(s.decision_point())  # the whole plan, as at the first decision
 
     times = _time(plan_heft, args.repeats)
     print(
@@ -103,7 +103,7 @@ def main() -> None:
         s = Simulator(cp, SimConfig(noise_cv=0.2), 1)
         sched = make_scheduler(name)
         t0 = time.perf_counter()
-        sched.reset(cp, s, 1)
+        sched.reset(cp, s.decision_point(), 1)
         tr = s.run(sched)
         wall = time.perf_counter() - t0
         lat = sorted(tr.decision_latency_s)

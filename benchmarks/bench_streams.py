@@ -78,7 +78,7 @@ def main() -> None:
         cp = compile_problem(stream.problem())
         sim = Simulator(cp, config, 1)
         fifo = make_scheduler("fifo")
-        fifo.reset(cp, sim, 1)
+        fifo.reset(cp, sim.decision_point(), 1)
         t0 = time.perf_counter()
         trace = sim.run(fifo)
         fifo_s = time.perf_counter() - t0
@@ -87,7 +87,7 @@ def main() -> None:
         for _ in range(args.repeats):
             replay_sim = Simulator(cp, config, 1)
             replay = StreamReplay(recorded)
-            replay.reset(cp, replay_sim, 1)
+            replay.reset(cp, replay_sim.decision_point(), 1)
             t0 = time.perf_counter()
             replayed = replay_sim.run(replay)
             engine_s.append(time.perf_counter() - t0 - sum(replayed.decision_latency_s))

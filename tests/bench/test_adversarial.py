@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from dagsched.bench import adversarial
 from dagsched.io import read_problem
 from dagsched.model import compile_problem
+from dagsched.schedulers import simulate
 from dagsched.sim.config import SimConfig
-from dagsched.sim.run import simulate
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from dagsched.bench import report
+from dagsched.bench import plots, report
 from dagsched.bench.store import ResultStore
 from dagsched.io import read_problem
 from dagsched.model import InputError, compile_problem
@@ -117,7 +117,7 @@ def test_report_of_no_rows_still_has_every_figure(tmp_path: Path) -> None:
 def test_pareto_front_of_means() -> None:
     """Lower is better on both axes: a point another beats on both is off the front."""
     points = {"a": (1.0, 3.0), "b": (1.2, 1.5), "c": (1.5, 2.0), "d": (2.0, 1.0), "e": (1.2, 1.6)}
-    assert report.pareto_front(points) == ["a", "b", "d"]
+    assert plots.pareto_front(points) == ["a", "b", "d"]
 
 
 def _write_store(rows: list[dict[str, object]], folder: Path) -> None:

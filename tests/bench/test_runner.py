@@ -132,9 +132,8 @@ def test_chunks_keep_a_problem_together_and_cover_every_cell() -> None:
 def test_seed_free_runs_do_not_depend_on_the_seed(wfinstances: Path) -> None:
     """The premise of reuse: every scheduler that claims `uses_seed = False` gives the same run under
     two seeds in classic mode on a fixed trace (and a seeded one, `random`, does not)."""
-    from dagsched.bench.suites import real_traces
-    from dagsched.schedulers import make_scheduler, registered_names
-    from dagsched.sim.run import simulate
+    from dagsched.generate.traces import real_traces
+    from dagsched.schedulers import make_scheduler, registered_names, simulate
 
     entry = next(t for t in real_traces(wfinstances) if 30 <= t.n_tasks <= 200)
     cp = ProblemSpec("trace", entry.family, "hetero-16", path=str(wfinstances / entry.file)).build()

@@ -9,8 +9,7 @@ import pytest
 
 from dagsched.generate import cluster_preset, generate_workflow
 from dagsched.model import Problem, compile_problem
-from dagsched.rl.env import SchedulingEnv
-from dagsched.rl.features import (
+from dagsched.policy.features import (
     FEATURE_CLIP,
     NODE_FEATURES,
     PAIR_FEATURES,
@@ -18,6 +17,7 @@ from dagsched.rl.features import (
     TASK_STATIC,
     FeatureBuilder,
 )
+from dagsched.rl.env import SchedulingEnv
 from dagsched.sim.config import SimConfig
 from dagsched.sim.engine import Simulator
 
@@ -87,7 +87,7 @@ def test_features_comparable_from_10_to_1000_tasks(family):
     """Static task features lie in [0, 1] whatever the size (ranks and runtimes over the problem's time scale)."""
     for n in (10, 1000):
         _, builder, sim = _first_observation(family, n, "hetero-16")
-        x = builder.build(sim).task_x
+        x = builder.build(sim.decision_point()).task_x
         for name in ("runtime", "rank_u", "rank_d", "remaining_cp", "cpu", "mem", "gpu"):
             col = x[:, TASK_FEATURES.index(name)]
             assert col.min() >= 0.0 and col.max() <= 1.0 + 1e-6, (n, name, col.max())
@@ -99,16 +99,16 @@ def test_observation_of_1000_tasks_on_100_nodes():
     cp, builder, sim = _first_observation("layered", 1000, "large-100")
     # run a few hundred tasks so nodes are busy and many tasks are ready
     for _ in range(300):
-        rs = builder.ready_state(sim)
-        if rs.any_legal:
-            i, nd = np.argwhere(rs.legal)[0]
-            sim.start(int(rs.ready[i]), int(nd))
+        dp = sim.decision_point()
+        if dp.any_legal:
+            i, nd = np.argwhere(dp.legal)[0]
+            sim.start(int(dp.ready[i]), int(nd))
         else:
             sim.step()
     times = []
     for _ in range(20):
         t0 = time.perf_counter()
-        ob = builder.build(sim)
+        ob = builder.build(sim.decision_point())
         times.append(time.perf_counter() - t0)
     print(
         f"\nobservation 1000 tasks x 100 nodes: median {np.median(times) * 1e3:.2f} ms, max {max(times) * 1e3:.2f} ms"
@@ -157,7 +157,7 @@ def test_decision_inputs_are_the_observation_less_what_inference_skips(sim, smal
         rng = np.random.default_rng(seed)
         terminated = truncated = False
         while not (terminated or truncated):
-            ob, d = env.observation, twin.decision(env.sim)
+            ob, d = env.observation, twin.decision(env.sim.decision_point())
             assert np.array_equal(d.task_dyn, ob.task_x[:, len(TASK_STATIC) :])
             for name in ("node_x", "node_history", "candidates", "legal", "global_x"):
                 assert np.array_equal(getattr(d, name), getattr(ob, name)), name

@@ -12,11 +12,12 @@ from hypothesis import strategies as st
 
 from dagsched.generate import cluster_preset, generate_workflow
 from dagsched.model import Problem, compile_problem
-from dagsched.rl import kernels
-from dagsched.rl.features import FeatureBuilder, ReadyState
+from dagsched.policy import kernels
+from dagsched.policy.features import FeatureBuilder
+from dagsched.schedulers import simulate
 from dagsched.schedulers.base import Decision, Scheduler
 from dagsched.sim.config import SimConfig
-from dagsched.sim.run import simulate
+from dagsched.sim.decision import DecisionPoint
 
 pytestmark = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
 
@@ -38,30 +39,27 @@ class TwinFeatures(Scheduler):
 
     name = "twin-features"
 
-    def reset(self, cp: Any, sim: Any, seed: int = 0) -> None:
-        super().reset(cp, sim, seed)
-        self.numpy = FeatureBuilder(cp, sim.classic, 6, history_len=2, compiled=False)
-        self.compiled = FeatureBuilder(cp, sim.classic, 6, history_len=2, compiled=True)
+    def reset(self, cp: Any, view: Any, seed: int = 0) -> None:
+        super().reset(cp, view, seed)
+        self.numpy = FeatureBuilder(cp, view.classic, 6, history_len=2, compiled=False)
+        self.compiled = FeatureBuilder(cp, view.classic, 6, history_len=2, compiled=True)
         self.rng = np.random.default_rng(seed)
         self.checked = 0
 
-    def decide(self, sim: Any) -> Decision:
-        a, b = self.numpy.ready_state(sim), self.compiled.ready_state(sim)
-        _assert_same(a, b)
-        if len(a.ready) > 1 and self.rng.random() < 0.3:  # a deferred window: some ready tasks taken out
-            keep = self.rng.random(len(a.ready)) < 0.5
-            a = ReadyState(a.ready[keep], a.arrival_s[keep], a.legal[keep], a.wake_s)
-            b = ReadyState(b.ready[keep], b.arrival_s[keep], b.legal[keep], b.wake_s)
-        da, db = self.numpy.decision(sim, a), self.compiled.decision(sim, b)
+    def decide(self, dp: DecisionPoint) -> Decision:
+        shown = dp
+        if len(dp.ready) > 1 and self.rng.random() < 0.3:  # a deferred window: some ready tasks taken out
+            keep = self.rng.random(len(dp.ready)) < 0.5
+            shown = dp.without(dp.ready[~keep])
+        da, db = self.numpy.decision(shown), self.compiled.decision(shown)
         _assert_same(da, db)
         assert self.numpy._opened.tobytes() == self.compiled._opened.tobytes()
         self.checked += 1
-        full = self.numpy.ready_state(sim)
-        pairs = np.argwhere(full.legal)
-        if len(pairs) and (self.rng.random() < 0.8 or not sim.can_advance):
+        pairs = np.argwhere(dp.legal)
+        if len(pairs) and (self.rng.random() < 0.8 or not dp.can_advance):
             i, nd = pairs[self.rng.integers(len(pairs))]
-            return Decision([(int(full.ready[i]), int(nd))], None)
-        return Decision([], full.wake_s if np.isfinite(full.wake_s) else None)
+            return Decision([(int(dp.ready[i]), int(nd))], None)
+        return Decision([], dp.wake_s if np.isfinite(dp.wake_s) else None)
 
 
 def _run(family: str, n_tasks: int, preset: str, seed: int, **sim: Any) -> int:

@@ -11,18 +11,11 @@ import torch
 
 from dagsched.generate import cluster_preset, generate_workflow
 from dagsched.model import Problem, compile_problem
+from dagsched.policy.features import FEATURE_VERSION, FeatureBuilder
+from dagsched.policy.files import PolicyFileError, load_policy, save_policy
+from dagsched.policy.gnn import MASK_LOGIT, SchedulingPolicy, choose
+from dagsched.policy.inference import DENSE_MAX_TASKS, PolicyInference
 from dagsched.rl.env import SchedulingEnv
-from dagsched.rl.features import FEATURE_VERSION, FeatureBuilder
-from dagsched.rl.policy import (
-    DENSE_MAX_TASKS,
-    MASK_LOGIT,
-    PolicyFileError,
-    PolicyInference,
-    SchedulingPolicy,
-    choose,
-    load_policy,
-    save_policy,
-)
 from dagsched.sim.config import SimConfig
 from dagsched.sim.engine import Simulator
 from dagsched.sim.validate import validate_trace
@@ -177,12 +170,12 @@ def _decision_states(problem_args, history_len=0, seed=0, max_states=60):
     rng = np.random.default_rng(seed)
     states = []
     while not sim.done and len(states) < max_states and sim.step():
-        rs = ref.ready_state(sim)
-        if not rs.any_legal:
+        dp = sim.decision_point()
+        if not dp.any_legal:
             continue
-        states.append((ref.build(sim, rs), fast.decision(sim, rs)))
-        i, nd = np.argwhere(rs.legal)[rng.integers(rs.legal.sum())]
-        sim.start(int(rs.ready[i]), int(nd))
+        states.append((ref.build(dp), fast.decision(dp)))
+        i, nd = np.argwhere(dp.legal)[rng.integers(dp.legal.sum())]
+        sim.start(int(dp.ready[i]), int(nd))
     return fast, states
 
 
@@ -221,7 +214,7 @@ def test_fused_message_passing_equals_pyg_layers():
     and scores large enough that the softmax must be shifted by its maximum."""
     from torch_geometric.utils import add_self_loops
 
-    from dagsched.rl.policy import _EXP_SAFE, _Graph, _weights
+    from dagsched.policy.inference import _EXP_SAFE, _Graph, _weights
 
     rng = np.random.default_rng(0)
     for conv in ("gat", "gcn"):

@@ -9,9 +9,9 @@ from dagsched.generate import cluster_preset, generate_workflow
 from dagsched.model import Problem, compile_problem
 from dagsched.rl.env import SchedulingEnv
 from dagsched.rl.reward import TERMS, RewardWeights, compute_baseline, load_std_integral_s, objective_terms
+from dagsched.schedulers import simulate
 from dagsched.sim.config import SimConfig
 from dagsched.sim.metrics import lower_bound_s
-from dagsched.sim.run import simulate
 
 
 def _tight_deadline_problem() -> Problem:

@@ -10,6 +10,8 @@ import torch
 
 from dagsched.generate import cluster_preset, generate_workflow
 from dagsched.model import Problem
+from dagsched.policy.files import load_policy
+from dagsched.policy.gnn import SchedulingPolicy
 from dagsched.rl.env import SchedulingEnv
 from dagsched.rl.imitation import (
     bc_loss,
@@ -20,7 +22,6 @@ from dagsched.rl.imitation import (
     returns_to_go,
     to_padded,
 )
-from dagsched.rl.policy import SchedulingPolicy, load_policy
 
 torch.set_num_threads(1)
 

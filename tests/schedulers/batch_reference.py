@@ -19,11 +19,10 @@ from hypothesis import strategies as st
 import dagsched.sim.slots
 from dagsched.generate import cluster_preset, generate_workflow
 from dagsched.model import Cluster, CompiledProblem, Edge, Node, Problem, Task, Workflow, compile_problem
-from dagsched.schedulers import make_scheduler
+from dagsched.schedulers import make_scheduler, simulate
 from dagsched.schedulers.base import Scheduler
 from dagsched.sim.config import SimConfig
 from dagsched.sim.engine import Decision, Simulator
-from dagsched.sim.run import simulate
 from dagsched.sim.slots import NodeTimeline
 from dagsched.sim.trace import Trace
 

@@ -14,9 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dagsched.model import Cluster, CompiledProblem, Edge, Node, Problem, Task, Workflow, compile_problem
-from dagsched.schedulers import registered_names
+from dagsched.schedulers import registered_names, simulate
 from dagsched.sim.config import SimConfig
-from dagsched.sim.run import simulate
 
 SCHEDULERS = registered_names()
 

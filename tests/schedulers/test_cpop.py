@@ -5,12 +5,11 @@ from __future__ import annotations
 import pytest
 
 from dagsched.model import CompiledProblem, Problem, compile_problem
-from dagsched.schedulers import make_scheduler
+from dagsched.model.ranks import downward_rank, upward_rank
+from dagsched.schedulers import make_scheduler, simulate
 from dagsched.schedulers.cpop import CPOP
-from dagsched.schedulers.ranks import downward_rank, upward_rank
 from dagsched.sim.config import SimConfig
 from dagsched.sim.engine import Simulator
-from dagsched.sim.run import simulate
 
 CLASSIC = SimConfig(classic=True)
 

@@ -9,12 +9,14 @@ import torch
 
 from dagsched.generate import cluster_preset, generate_workflow
 from dagsched.model import Problem, compile_problem
+from dagsched.policy import DEFAULT_MODEL, shipped_model_path
+from dagsched.policy.files import load_cached_policy
+from dagsched.policy.gnn import SchedulingPolicy
 from dagsched.rl.env import SchedulingEnv
 from dagsched.rl.imitation import greedy_makespan
-from dagsched.rl.policy import SchedulingPolicy
-from dagsched.schedulers.drl import DEFAULT_MODEL, DRLScheduler, load_cached_policy, shipped_model_path
+from dagsched.schedulers import simulate
+from dagsched.schedulers.drl import DRLScheduler
 from dagsched.sim.config import SimConfig
-from dagsched.sim.run import simulate
 
 torch.set_num_threads(1)
 

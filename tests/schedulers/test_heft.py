@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from dagsched.model import CompiledProblem
-from dagsched.schedulers.ranks import upward_rank
+from dagsched.model.ranks import upward_rank
+from dagsched.schedulers import simulate
 from dagsched.sim.config import SimConfig
-from dagsched.sim.run import simulate
 
 CLASSIC = SimConfig(classic=True)
 

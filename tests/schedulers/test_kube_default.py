@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from dagsched.model import Cluster, Edge, Node, Problem, Task, Workflow, compile_problem
+from dagsched.schedulers import simulate
 from dagsched.schedulers.kube_default import KubeDefault
-from dagsched.sim.run import simulate
 
 
 def test_score_formula() -> None:

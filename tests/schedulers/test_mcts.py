@@ -12,12 +12,14 @@ from hypothesis import strategies as st
 
 from dagsched.bench.budget import small_problems
 from dagsched.model import Cluster, CompiledProblem, Node, Problem, Task, Workflow, compile_problem
-from dagsched.rl.policy import PolicyFileError, SchedulingPolicy, save_policy
+from dagsched.policy.files import PolicyFileError, save_policy
+from dagsched.policy.gnn import SchedulingPolicy
+from dagsched.schedulers import simulate
 from dagsched.schedulers.mcts import MCTS, MCTSUCT, MCTSConfig
 from dagsched.schedulers.search_common import WAIT, legal_pairs, plan_completion, state_key
 from dagsched.sim.config import SimConfig
+from dagsched.sim.decision import DecisionPoint
 from dagsched.sim.engine import Simulator
-from dagsched.sim.run import simulate
 from dagsched.sim.validate import validate_trace
 
 CLASSIC = SimConfig(classic=True)
@@ -34,11 +36,11 @@ def untrained_policy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 class _Checked(MCTSUCT):
     """mcts_uct that asserts every pair it returns is legal when applied in order."""
 
-    def decide(self, sim: Simulator):  # type: ignore[no-untyped-def]
-        decision = super().decide(sim)
-        probe = sim.fork()
+    def decide(self, dp: DecisionPoint):  # type: ignore[no-untyped-def]
+        decision = super().decide(dp)
+        probe = dp.fork()
         for t, nd in decision.assignments:
-            assert probe.can_start(t, nd), (t, nd, sim.now)
+            assert probe.can_start(t, nd), (t, nd, dp.now)
             probe.start(t, nd)
         return decision
 
@@ -59,9 +61,9 @@ def test_one_simulation_plays_the_rollout_policys_choice(heft_example: CompiledP
     sim = Simulator(heft_example, CLASSIC)
     sim.step()
     sched = MCTSUCT(MCTSConfig(sims=1))
-    sched.reset(heft_example, sim)
+    sched.reset(heft_example, sim.decision_point())
     _, first = plan_completion(sim.fork(), sched.order)
-    assert sched.decide(sim).assignments[0] == first[0] == (0, 2)
+    assert sched.decide(sim.decision_point()).assignments[0] == first[0] == (0, 2)
     assert simulate(heft_example, MCTSUCT(MCTSConfig(sims=1)), CLASSIC).metrics.makespan == pytest.approx(80.0)
 
 
@@ -72,15 +74,12 @@ def test_puct_with_one_simulation_plays_the_policy_argmax(
     sim = Simulator(heft_example, CLASSIC)
     sim.step()
     sched = MCTS(MCTSConfig(sims=1), policy_path=untrained_policy)
-    sched.reset(heft_example, sim)
+    sched.reset(heft_example, sim.decision_point())
     pairs = legal_pairs(sim)
-    from dagsched.schedulers.mcts import _Node
-
     priors = sched._priors(sim.fork(), pairs + [WAIT])
     best = max(pairs, key=lambda a: priors[a])
-    decision = sched.decide(sim)
+    decision = sched.decide(sim.decision_point())
     assert decision.assignments[:1] == [best] or (priors[WAIT] > priors[best] and not decision.assignments)
-    assert isinstance(_Node, type)
 
 
 def test_search_beats_heft_on_the_paper_example(heft_example: CompiledProblem) -> None:
@@ -105,11 +104,11 @@ def test_forks_never_leak_into_the_live_simulation(untrained_policy: Path) -> No
     for sched in (MCTSUCT(MCTSConfig(sims=32)), MCTS(MCTSConfig(sims=32), policy_path=untrained_policy)):
         sim = Simulator(cp, SimConfig(noise_cv=0.3), seed=1)
         sim.step()
-        sched.reset(cp, sim)
+        sched.reset(cp, sim.decision_point())
         names = ("status", "node_of", "start_s", "finish_s", "free", "attempts", "node_up", "node_available_s")
         before = {k: getattr(sim, k).copy() for k in names}
         extra = (sim.now, set(sim.ready), dict(sim.running), len(sim._heap), len(sim.trace.attempts))
-        sched.decide(sim)
+        sched.decide(sim.decision_point())
         for k in names:
             np.testing.assert_array_equal(getattr(sim, k), before[k])
         assert (sim.now, set(sim.ready), dict(sim.running), len(sim._heap), len(sim.trace.attempts)) == extra

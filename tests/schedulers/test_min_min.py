@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dagsched.model import CompiledProblem
+from dagsched.schedulers import simulate
 from dagsched.sim.config import SimConfig
-from dagsched.sim.run import simulate
 
 CLASSIC = SimConfig(classic=True)
 

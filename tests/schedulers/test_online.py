@@ -11,12 +11,11 @@ import pytest
 
 from dagsched.model import Cluster, Edge, Node, Problem, Task, Workflow, compile_problem
 from dagsched.model.graph import fastest_exec_s
-from dagsched.schedulers import make_scheduler
+from dagsched.schedulers import make_scheduler, simulate
 from dagsched.schedulers.fair import WeightedFair
 from dagsched.schedulers.progress import remaining_critical_path_s, tail_path_s
 from dagsched.sim.config import SimConfig
 from dagsched.sim.engine import Simulator
-from dagsched.sim.run import simulate
 
 
 def _run(workflows, nodes, scheduler):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from dagsched.model import CompiledProblem
-from dagsched.schedulers.ranks import optimistic_cost_table
+from dagsched.model.ranks import optimistic_cost_table
+from dagsched.schedulers import simulate
 from dagsched.sim.config import SimConfig
-from dagsched.sim.run import simulate
 
 CLASSIC = SimConfig(classic=True)
 Costs = dict[int, tuple[int, int, int]]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dagsched.model import Cluster, Node, Problem, Task, Workflow, compile_problem
-from dagsched.sim.run import simulate
+from dagsched.schedulers import simulate
 
 
 def test_cycle_continues_across_decisions() -> None:

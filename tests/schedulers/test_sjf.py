@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dagsched.model import Cluster, Node, Problem, Task, Workflow, compile_problem
+from dagsched.schedulers import simulate
 from dagsched.sim.config import SimConfig
-from dagsched.sim.run import simulate
 
 
 def test_shortest_first_on_the_fastest_free_node() -> None:

@@ -6,9 +6,9 @@ import pytest
 
 from dagsched.bench.budget import small_problems
 from dagsched.model import CompiledProblem
+from dagsched.schedulers import simulate
 from dagsched.schedulers.tabu import Tabu
 from dagsched.sim.config import SimConfig
-from dagsched.sim.run import simulate
 
 CLASSIC = SimConfig(classic=True)
 

@@ -23,7 +23,8 @@ def save_tiny_policy(stem: Path, seed: int = 0, version: str | None = None) -> P
 
     import torch
 
-    from dagsched.rl.policy import SchedulingPolicy, save_policy
+    from dagsched.policy.files import save_policy
+    from dagsched.policy.gnn import SchedulingPolicy
 
     torch.manual_seed(seed)
     save_policy(SchedulingPolicy(hidden=16, layers=1, heads=2), stem)

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from dagsched.model import Cluster, Edge, Node, Problem, Task, Workflow, compile_problem
+from dagsched.schedulers import simulate
 from dagsched.schedulers.base import Scheduler
 from dagsched.sim.config import SimConfig
 from dagsched.sim.engine import Decision, SchedulingError, Simulator
 from dagsched.sim.metrics import billed_cost, compute_metrics
-from dagsched.sim.run import simulate
 from dagsched.sim.validate import validate_trace
 
 
@@ -47,7 +47,7 @@ class Pin(Scheduler):
 
 def _run(cp, sched, config=None, seed=0):
     sim = Simulator(cp, config or SimConfig(), seed)
-    sched.reset(cp, sim, seed)
+    sched.reset(cp, sim.decision_point(), seed)
     return sim, sim.run(sched)
 
 
@@ -104,9 +104,8 @@ def test_fork_rolls_forward_on_predictions_and_leaks_nothing():
     config = SimConfig(noise_cv=0.5, mtbf_s=1e9)
     sim = Simulator(cp, config, seed=3)
     sched = Pin({0: 0, 1: 1})
-    sched.reset(cp, sim, 3)
-    sim.step()
-    sim.decide(sched)
+    sched.reset(cp, sim.decision_point(), 3)
+    sim.apply(sched.decide(sim.next_decision()))
     assert sim.running
     before = (sim.status.copy(), sim.free.copy(), len(sim._heap), dict(sim.running), sim.now)
     fork = sim.fork()

@@ -8,9 +8,9 @@ import pytest
 from dagsched.generate import cluster_preset
 from dagsched.generate.streams import Source, generate_stream
 from dagsched.model import Cluster, Node, Problem, Task, Workflow, compile_problem
+from dagsched.schedulers import simulate
 from dagsched.sim.config import SimConfig
 from dagsched.sim.metrics import jain_index, steady_state, stream_metrics, workflow_outcomes
-from dagsched.sim.run import simulate
 from dagsched.sim.trace import Attempt, Trace
 
 

@@ -175,8 +175,8 @@ def perturb(inst: Instance, rng: np.random.Generator) -> Instance:
 
 def makespan(inst: Instance | CompiledProblem, scheduler: str, validate: bool = False) -> float:
     """Classic-mode makespan of `scheduler` on the instance; with `validate`, an invalid trace raises."""
+    from dagsched.schedulers import simulate
     from dagsched.sim.config import SimConfig
-    from dagsched.sim.run import simulate
 
     cp = inst.compiled() if isinstance(inst, Instance) else inst
     result = simulate(cp, scheduler, SimConfig(classic=True), SIM_SEED, validate=validate)

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from dagsched.model.compiled import CompiledProblem
+from dagsched.model.compiled import CompiledProblem, data_arrival_s
 from dagsched.sim.config import SimConfig
 
 CLASSIC = SimConfig(classic=True)
@@ -45,7 +45,7 @@ def exact_makespan(cp: CompiledProblem, upper_bound: float = math.inf, max_nodes
     """The optimal classic-mode makespan of a small single-submission problem by branch and bound."""
     n, m = cp.n_tasks, cp.n_nodes
     ex = cp.exec_s.tolist()
-    inv_bw = (1.0 / cp.bandwidth).tolist()
+    bw = cp.bandwidth.tolist()
     lat = float(cp.latency_s)
     ptr, idx, data = cp.pred_ptr.tolist(), cp.pred_idx.tolist(), cp.pred_data.tolist()
     preds = [list(zip(idx[ptr[t] : ptr[t + 1]], data[ptr[t] : ptr[t + 1]], strict=True)) for t in range(n)]
@@ -70,7 +70,7 @@ def exact_makespan(cp: CompiledProblem, upper_bound: float = math.inf, max_nodes
     def data_ready(t: int, nd: int) -> float:
         r = submit[t]
         for p, d in preds[t]:
-            at = finish[p] if node[p] == nd else finish[p] + d * inv_bw[node[p]][nd] + lat
+            at = finish[p] if node[p] == nd else data_arrival_s(finish[p], d, bw[node[p]][nd], lat)
             r = max(r, at)
         return r
 
@@ -121,8 +121,7 @@ def exact_gaps(
     problems: Sequence[CompiledProblem], schedulers: Sequence[str | Callable[[], Any]]
 ) -> dict[str, list[float]]:
     """Per scheduler, its classic-mode makespan over the optimum, minus 1, on each problem."""
-    from dagsched.schedulers import make_scheduler
-    from dagsched.sim.run import simulate
+    from dagsched.schedulers import make_scheduler, simulate
 
     gaps: dict[str, list[float]] = {}
     for cp in problems:
@@ -189,7 +188,7 @@ def budget_curve(
 ) -> list[dict[str, Any]]:
     """Rows (scheduler, budget_ms, mean of makespan / HEFT's, CI low, CI high, n, mean decision ms)."""
     from dagsched.bench.stats import bootstrap_ci
-    from dagsched.sim.run import simulate
+    from dagsched.schedulers import simulate
 
     ratios: dict[tuple[str, float], list[float]] = {}
     latency: dict[tuple[str, float], list[float]] = {}
@@ -257,7 +256,8 @@ def default_problems(
     n_tasks: int, traces: int, seeds: Sequence[int], cluster: str = "hetero-16"
 ) -> list[tuple[str, CompiledProblem]]:
     """Synthetic layered, etl_star and random workflows (one per seed) plus the smallest real traces."""
-    from dagsched.bench.suites import ProblemSpec, real_traces, wfinstances_root
+    from dagsched.bench.suites import ProblemSpec
+    from dagsched.generate.traces import real_traces, wfinstances_root
 
     out = [
         (f"syn/{fam}/n{n_tasks}/s{s}", ProblemSpec("synthetic", fam, cluster, n_tasks=n_tasks, gen_seed=s).build())

@@ -109,8 +109,7 @@ def _error_text(err: BaseException) -> str:
 
 def run_cell(cp: CompiledProblem, spec: ProblemSpec, scheduler: str, seed: int, mode: Mode) -> Row:
     """One simulation, validated; any exception becomes a row with `error` set and valid false."""
-    from dagsched.schedulers import make_scheduler
-    from dagsched.sim.run import simulate
+    from dagsched.schedulers import make_scheduler, simulate
 
     row = _base_row(spec, cp) | {"scheduler": scheduler, "seed": seed, "mode": mode.name}
     t0 = time.perf_counter()

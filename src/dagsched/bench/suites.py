@@ -18,12 +18,9 @@ Built-in suites: `quick` (about two minutes on two cores), `standard` (the full 
 
 from __future__ import annotations
 
-import csv
 import fnmatch
-import functools
 import glob as globlib
 import hashlib
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from dagsched.generate.traces import TraceEntry, manifest, real_traces, wfinstances_root
 from dagsched.model.errors import InputError, from_pydantic, parse
 
 if TYPE_CHECKING:
@@ -38,60 +36,9 @@ if TYPE_CHECKING:
     from dagsched.sim.config import SimConfig
 
 ProblemKind = Literal["synthetic", "trace", "recipe", "file", "stream"]
-SKIPPED_TRACE_FOLDERS = ("legacy", "helloworld")
-"""MANIFEST families left out of suites: legacy/ duplicates older schema versions, helloworld/ is toys."""
 
 NEEDS_GPU = frozenset({"ml_pipeline"})
 """Synthetic families whose tasks request GPUs: they cannot run on a cluster without any."""
-
-
-# -- where the real traces live ---------------------------------------------------------------------
-
-
-def wfinstances_root() -> Path:
-    """The WfCommons traces: $DAGSCHED_WFINSTANCES, else ../shared/data/wfinstances beside the repository.
-
-    The repository is found from the working directory first (the usual `make` case), then from this
-    file (an editable install run from elsewhere).
-    """
-    env = os.environ.get("DAGSCHED_WFINSTANCES")
-    if env:
-        return Path(env).resolve()
-    candidates = [Path.cwd() / ".." / "shared" / "data" / "wfinstances"]
-    candidates += [p.parent / "shared" / "data" / "wfinstances" for p in Path(__file__).resolve().parents[2:5]]
-    for path in candidates:
-        if (path / "MANIFEST.csv").exists():
-            return path.resolve()
-    return candidates[0].resolve()
-
-
-@dataclass(frozen=True)
-class TraceEntry:
-    """One row of the traces' MANIFEST.csv that matters here."""
-
-    file: str
-    """path relative to the wfinstances folder"""
-    family: str
-    size_class: str
-    n_tasks: int
-
-
-@functools.cache
-def _manifest(root: Path) -> tuple[TraceEntry, ...]:
-    path = root / "MANIFEST.csv"
-    if not path.exists():
-        raise InputError("traces", f"no MANIFEST.csv in {root} (set DAGSCHED_WFINSTANCES to the traces folder)")
-    with path.open(newline="") as fh:
-        return tuple(
-            TraceEntry(row["file"], row["family"], row["size_class"], int(row["tasks"])) for row in csv.DictReader(fh)
-        )
-
-
-def real_traces(root: Path | None = None) -> list[TraceEntry]:
-    """Every trace in the MANIFEST except the legacy/ duplicates and the helloworld/ toys, smallest first."""
-    entries = _manifest((root or wfinstances_root()).resolve())
-    keep = [e for e in entries if e.file.split("/")[0] not in SKIPPED_TRACE_FOLDERS]
-    return sorted(keep, key=lambda e: (e.n_tasks, e.file))
 
 
 # -- problems, modes, cells -------------------------------------------------------------------------
@@ -354,7 +301,7 @@ def _synthetic(family: str, n_tasks: int, seed: int, cluster: str, ccr: float = 
     return ProblemSpec("synthetic", family, cluster, n_tasks=n_tasks, gen_seed=seed, ccr=ccr, cluster_id=cluster)
 
 
-def _trace(entry: TraceEntry, root: Path, cluster: str) -> ProblemSpec:
+def trace_spec(entry: TraceEntry, root: Path, cluster: str) -> ProblemSpec:
     return ProblemSpec(
         "trace",
         entry.family,
@@ -400,7 +347,7 @@ def quick_suite() -> Suite:
         Entry(_synthetic(fam, n, s, "hetero-16"), (s,)) for fam in QUICK_FAMILIES for n in QUICK_SCALES for s in seeds
     ]
     by_file = {e.file: e for e in real_traces(root)}
-    entries += [Entry(_trace(by_file[f], root, "hetero-16"), seeds) for f in QUICK_TRACES if f in by_file]
+    entries += [Entry(trace_spec(by_file[f], root, "hetero-16"), seeds) for f in QUICK_TRACES if f in by_file]
     return Suite("quick", tuple(entries), seeds=seeds, description=quick_suite.__doc__ or "")
 
 
@@ -429,7 +376,7 @@ def standard_suite(root: Path | None = None) -> Suite:
         for n in SCALES
         for s in STANDARD_SEEDS
     ]
-    entries += [Entry(_trace(t, root, "hetero-16"), STANDARD_SEEDS) for t in real_traces(root)]
+    entries += [Entry(trace_spec(t, root, "hetero-16"), STANDARD_SEEDS) for t in real_traces(root)]
     return Suite(
         "standard",
         tuple(entries),
@@ -442,7 +389,7 @@ def standard_suite(root: Path | None = None) -> Suite:
 def real_suite(root: Path | None = None) -> Suite:
     """Every real WfCommons trace (no legacy/, helloworld/) on hetero-16, both modes, 10 seeds."""
     root = root or wfinstances_root()
-    entries = [Entry(_trace(t, root, "hetero-16"), STANDARD_SEEDS) for t in real_traces(root)]
+    entries = [Entry(trace_spec(t, root, "hetero-16"), STANDARD_SEEDS) for t in real_traces(root)]
     return Suite("real", tuple(entries), seeds=STANDARD_SEEDS, description=real_suite.__doc__ or "")
 
 
@@ -781,7 +728,7 @@ def _workload_entries(
         chosen = [t for t in real_traces(root) if fnmatch.fnmatch(t.file, within)]
         if not chosen:
             raise InputError(f"{where}.traces", f"'{w.traces}' matches no trace in {root}/MANIFEST.csv")
-        return [Entry(_trace(t, root, cl), seeds) for cl in clusters for t in chosen]
+        return [Entry(trace_spec(t, root, cl), seeds) for cl in clusters for t in chosen]
     pattern = w if isinstance(w, str) else w.glob
     label = None if isinstance(w, str) else w.family
     full = pattern if Path(pattern).is_absolute() else str(base / pattern)
@@ -811,6 +758,6 @@ def _manifest_family(path: Path) -> str | None:
     except ValueError:
         return None
     try:
-        return next((e.family for e in _manifest(root) if e.file == rel), None)
+        return next((e.family for e in manifest(root) if e.file == rel), None)
     except InputError:
         return None

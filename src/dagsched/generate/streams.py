@@ -188,7 +188,7 @@ def _recipe_workflow(recipe: str, n_tasks: int, seed: int) -> Workflow:
 
 
 def _eligible_traces(names: tuple[str, ...]) -> list[str]:
-    from dagsched.bench.suites import real_traces, wfinstances_root
+    from dagsched.generate.traces import real_traces, wfinstances_root
 
     root = wfinstances_root()
     if names:

@@ -8,7 +8,7 @@ directions. `exec_s[t, n]` is the predicted execution time of task t on node n
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -19,6 +19,10 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 CPU, MEM, GPU = 0, 1, 2
+
+EPS = 1e-9
+"""The one tolerance of capacity and time comparisons: a request fits free room within EPS, inputs that arrive
+within EPS of now are there. The simulator, the validator-independent legality checks and every planner use it."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,6 +55,9 @@ class CompiledProblem:
     bandwidth: FloatArray  # (n_nodes, n_nodes) bytes/s, inf on the diagonal
     latency_s: float
     task_index: dict[tuple[int, str], int] = field(repr=False)
+    allowed: npt.NDArray[np.bool_] | None = field(default=None, repr=False)
+    """(n_tasks, n_nodes): pairs a placement rule permits (the service's node filters, a task pinned to its node);
+    None permits every pair. The simulator's legality check honours it, and so does every planner."""
 
     @property
     def n_tasks(self) -> int:
@@ -76,6 +83,22 @@ class CompiledProblem:
             return 0.0
         return float(data_bytes / self.bandwidth[a, b] + self.latency_s)
 
+    def input_arrival_s(self, t: int, node_of: IntArray, finish_s: FloatArray, not_before: float) -> FloatArray:
+        """When all inputs of task t are on each node, given where (`node_of`) and when (`finish_s`) its parents
+        end, and never before `not_before`: the data-arrival rule, vectorised over parents and nodes.
+
+        A child on its parent's node waits nothing; on another it waits `data_arrival_s` after the parent ends.
+        """
+        lo, hi = self.pred_ptr[t], self.pred_ptr[t + 1]
+        if hi == lo:
+            return np.full(self.n_nodes, not_before)
+        parents = self.pred_idx[lo:hi]
+        src = node_of[parents]
+        finish = finish_s[parents]
+        arrival = finish[:, None] + self.pred_data[lo:hi, None] / self.bandwidth[src] + self.latency_s
+        arrival[np.arange(hi - lo), src] = finish
+        return np.asarray(np.maximum(arrival.max(axis=0), not_before), dtype=np.float64)
+
     def mean_comm_s(self, data_bytes: float) -> float:
         """Average transfer delay over distinct node pairs (HEFT's mean communication cost)."""
         m = self.n_nodes
@@ -84,11 +107,28 @@ class CompiledProblem:
         off = ~np.eye(m, dtype=bool)
         return float(np.mean(data_bytes / self.bandwidth[off]) + self.latency_s)
 
+    def with_allowed(self, allowed: npt.NDArray[np.bool_] | None) -> CompiledProblem:
+        """This problem with a placement matrix (None: every pair allowed); checked for shape."""
+        if allowed is not None:
+            allowed = np.array(allowed, dtype=bool)  # a copy: the caller keeps a writable array
+            if allowed.shape != (self.n_tasks, self.n_nodes):
+                raise ValueError(
+                    f"allowed has shape {allowed.shape}, not (tasks, nodes) = {(self.n_tasks, self.n_nodes)}"
+                )
+            allowed.flags.writeable = False
+        return replace(self, allowed=allowed)
+
     def task_name(self, t: int) -> str:
         """Readable global name: the task id, prefixed by its workflow when there are several."""
         if self.n_workflows == 1:
             return self.task_ids[t]
         return f"{self.wf_names[int(self.task_wf[t])]}/{self.task_ids[t]}"
+
+
+def data_arrival_s(finish_s: float, data_bytes: float, bandwidth: float, latency_s: float) -> float:
+    """When data a parent hands over reaches another node: `data / bandwidth + latency` after the parent ends
+    (the scalar form of `CompiledProblem.input_arrival_s`, for planners' inner loops)."""
+    return finish_s + data_bytes / bandwidth + latency_s
 
 
 def compile_problem(problem: Problem) -> CompiledProblem:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dagsched.model.compiled import CompiledProblem, FloatArray, IntArray
+from dagsched.model.compiled import EPS, CompiledProblem, FloatArray, IntArray
 
 
 def levels(cp: CompiledProblem) -> IntArray:
@@ -57,8 +57,11 @@ def default_deadlines_s(cp: CompiledProblem) -> FloatArray:
 
 
 def fastest_exec_s(cp: CompiledProblem) -> FloatArray:
-    """Each task's predicted time on the fastest node that can host its request (any node if none can)."""
-    hosts = np.all(cp.req[:, None, :] <= cp.cap[None, :, :] + 1e-9, axis=2)
+    """Each task's predicted time on the fastest node that can host its request and a placement rule allows
+    (any node if none can)."""
+    hosts = np.all(cp.req[:, None, :] <= cp.cap[None, :, :] + EPS, axis=2)
+    if cp.allowed is not None:
+        hosts &= cp.allowed
     best = np.where(hosts, cp.exec_s, np.inf).min(axis=1)
     return np.asarray(np.where(np.isfinite(best), best, cp.exec_s.min(axis=1)), dtype=np.float64)
 

@@ -1,13 +1,13 @@
 """The Gymnasium environment: one scheduling decision per step, over the one simulator.
 
-A thin adapter: it drives `dagsched.sim.engine.Simulator` with its own public calls
-(`step`, `start`, `decide`) and never simulates anything itself. Features come from
-`dagsched.rl.features`, rewards from `dagsched.rl.reward`.
+A thin adapter: it drives `dagsched.sim.engine.Simulator` through the simulator's own decision
+loop (`next_decision(legal_only=True)`, `start`, `defer`) and never simulates anything itself.
+Legality, waits and the offered window are the decision point's (`dagsched.sim.decision`);
+features come from `dagsched.policy.features`, rewards from `dagsched.rl.reward`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,8 +28,7 @@ from dagsched.generate import (
 )
 from dagsched.model.compiled import CompiledProblem, compile_problem
 from dagsched.model.entities import Problem
-from dagsched.rl import ENV_ID  # noqa: F401  (registered by dagsched.rl)
-from dagsched.rl.features import (
+from dagsched.policy.features import (
     FEATURE_CLIP,
     GLOBAL_FEATURES,
     NODE_FEATURES,
@@ -37,12 +36,12 @@ from dagsched.rl.features import (
     TASK_FEATURES,
     FeatureBuilder,
     Observation,
-    ReadyState,
 )
+from dagsched.rl import ENV_ID  # noqa: F401  (registered by dagsched.rl)
 from dagsched.rl.reward import TERMS, Baseline, BaselineKind, RewardTracker, RewardWeights, compute_baseline
-from dagsched.schedulers.base import Scheduler
 from dagsched.sim.config import SimConfig
-from dagsched.sim.engine import READY, Decision, SchedulingError, Simulator
+from dagsched.sim.decision import READY, DecisionPoint
+from dagsched.sim.engine import SchedulingError, Simulator
 from dagsched.sim.metrics import compute_metrics
 
 
@@ -134,19 +133,6 @@ class MaskedDiscrete(spaces.Discrete):
         return super().sample(mask=mask, probability=probability)
 
 
-class _Hand(Scheduler):
-    """The environment's hand in the simulator's own decision hook: it returns what the agent chose."""
-
-    name = "rl-env"
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.decision = Decision()
-
-    def decide(self, sim: Simulator) -> Decision:
-        return self.decision
-
-
 class SchedulingEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     """Schedule a DAG workflow (or a stream of them) onto a cluster, one (task, node) choice per step.
 
@@ -180,7 +166,7 @@ class SchedulingEnv(gym.Env[dict[str, np.ndarray], np.int64]):
 
     A `Dict` of fixed shapes (T = max_tasks, M = max_nodes, E = max_edges, K = max_candidates,
     H = history_len); padding rows are zero and masked out. Every float lies in
-    [-FEATURE_CLIP, FEATURE_CLIP] = [-10, 10] (see `dagsched.rl.features` for each column):
+    [-FEATURE_CLIP, FEATURE_CLIP] = [-10, 10] (see `dagsched.policy.features` for each column):
 
     | key | shape | dtype | meaning |
     | --- | --- | --- | --- |
@@ -276,12 +262,10 @@ class SchedulingEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         self.tracker: RewardTracker | None = None
         self.observation: Observation | None = None  # the unpadded observation of the current state
         self._builder: FeatureBuilder | None = None
-        self._hand = _Hand()
+        self._dp: DecisionPoint | None = None  # the decision point observed now
         self._mask = np.zeros(K * M + 1, dtype=np.int8)
         self._steps = 0
         self._max_steps = 0
-        self._deferred = np.zeros(0, dtype=bool)
-        self._offered_from = 0
         self._stalled = False
         self._over = True
 
@@ -342,20 +326,18 @@ class SchedulingEnv(gym.Env[dict[str, np.ndarray], np.int64]):
             baseline = compute_baseline(cp, c.sim, c.baseline)
         sim_seed = int(options.get("sim_seed", rng.integers(2**31)))
         sim = Simulator(cp, c.sim, sim_seed)
-        sim.trace.scheduler = self._hand.name
+        sim.trace.scheduler = "rl-env"
         self.sim, self.cp, self.baseline = sim, cp, baseline
         self.tracker = RewardTracker(cp, sim, c.sim, baseline)
         self._builder = FeatureBuilder(cp, c.sim.classic, c.max_candidates, c.history_len)
         self._steps = 0
-        self._deferred = np.zeros(cp.n_tasks, dtype=bool)
-        self._offered_from = 0
         self._max_steps = c.max_steps if c.max_steps is not None else 8 * cp.n_tasks + 100
         self._stalled = False
         self._over = False
-        rs = self._advance(must_step=False)
-        if rs is None:
+        dp = self._advance(must_step=False)
+        if dp is None:
             raise SchedulingError(f"the episode cannot start: {self._why_over()}")
-        obs = self._observe(rs)
+        obs = self._observe(dp)
         return obs, self._info(None)
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
@@ -367,28 +349,24 @@ class SchedulingEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         sim = self.sim
         if a == self.wait_action:
             offered = self.observation.candidates
-            rs = None
-            if self.config.defer_windows and len(offered) < self._offered_from:
-                self._deferred[offered] = True  # wait for these; offer the ready tasks behind them
-                rs = self._ready(sim)
-                rs = rs if rs.any_legal else None
-            if rs is None:
-                wake = self.observation.wake_s
-                self._hand.decision = Decision([], wake if math.isfinite(wake) else None)
-                sim.decide(self._hand)  # lets the simulator wake us when inputs arrive
-                rs = self._advance(must_step=True)
+            assert self._dp is not None
+            dp = self._dp.after_wait(offered) if self.config.defer_windows else None
+            if dp is not None:
+                sim.defer(offered)  # wait for these; offer the ready tasks behind them at this instant
+            else:
+                dp = self._advance(must_step=True)  # the simulator wakes us when inputs arrive
         else:
             k, nd = divmod(a, self.config.max_nodes)
             sim.start(int(self.observation.candidates[k]), nd)
             self.tracker.started(sim, nd)
-            rs = self._advance(must_step=False)
+            dp = self._advance(must_step=False)
         self._steps += 1
         terms = self.tracker.collect(sim)
         reward = self.config.reward.combine(terms)
         terminated = sim.done
         truncated = not terminated and (self._stalled or self._steps >= self._max_steps)
         self._over = terminated or truncated
-        obs = self._observe(rs)
+        obs = self._observe(dp)
         return obs, reward, terminated, truncated, self._info(terms)
 
     def action_masks(self) -> npt.NDArray[np.bool_]:
@@ -405,43 +383,15 @@ class SchedulingEnv(gym.Env[dict[str, np.ndarray], np.int64]):
 
     # ---- driving the simulator ----------------------------------------------------------------
 
-    def _advance(self, must_step: bool) -> ReadyState | None:
-        """Run the simulator to the next instant with a legal pair; None when done or stuck.
-
-        Where ready tasks exist but none can start, the environment waits by itself (no step is
-        spent), telling the simulator through its decision hook when inputs will arrive.
-        """
-        sim, builder, tracker = self.sim, self._builder, self.tracker
-        assert sim is not None and builder is not None and tracker is not None
-        stepped = False
-        while not sim.done:
-            if stepped or not must_step:
-                rs = self._ready(sim)
-                if rs.any_legal:
-                    return rs
-                if len(rs.ready):
-                    self._hand.decision = Decision([], rs.wake_s if math.isfinite(rs.wake_s) else None)
-                    sim.decide(self._hand)
-            if not sim.can_advance:
-                self._stalled = True
-                return None
-            tracker.before_step(sim)
-            self._deferred[:] = False  # a deferral holds for one decision point
-            if not sim.step():
-                self._stalled = True
-                return None
-            tracker.after_step(sim)
-            stepped = True
-        return None
-
-    def _ready(self, sim: Simulator) -> ReadyState:
-        """The builder's ready state less the tasks deferred at this decision point."""
-        assert self._builder is not None
-        rs = self._builder.ready_state(sim)
-        if self._deferred.any():
-            keep = ~self._deferred[rs.ready]
-            rs = ReadyState(rs.ready[keep], rs.arrival_s[keep], rs.legal[keep], rs.wake_s)
-        return rs
+    def _advance(self, must_step: bool) -> DecisionPoint | None:
+        """Run the simulator to the next instant with a legal pair (`next_decision(legal_only=True)`); None when
+        done or stuck. Where ready tasks exist but none can start, the simulator waits by itself (no step is
+        spent), woken when their inputs arrive; the reward tracker integrates every instant stepped through."""
+        sim, tracker = self.sim, self.tracker
+        assert sim is not None and tracker is not None
+        dp = sim.next_decision(legal_only=True, must_step=must_step, observer=tracker)
+        self._stalled = dp is None and not sim.done
+        return dp
 
     def _why_over(self) -> str:
         sim = self.sim
@@ -455,12 +405,12 @@ class SchedulingEnv(gym.Env[dict[str, np.ndarray], np.int64]):
 
     # ---- observation, mask, info ------------------------------------------------------------
 
-    def _observe(self, rs: ReadyState | None) -> dict[str, np.ndarray]:
+    def _observe(self, dp: DecisionPoint | None) -> dict[str, np.ndarray]:
         sim, builder = self.sim, self._builder
         assert sim is not None and builder is not None
-        obs = builder.build(sim, rs)
+        obs = builder.build(dp if dp is not None else DecisionPoint(sim))  # over: every ready task, none deferred
         self.observation = obs
-        self._offered_from = len(rs.ready) if rs is not None else 0
+        self._dp = dp
         c = self.config
         T, M, E, K, H = c.max_tasks, c.max_nodes, c.edge_slots, c.max_candidates, c.history_len
         n, m, e, k = obs.n_tasks, obs.n_nodes, obs.edge_index.shape[1], len(obs.candidates)

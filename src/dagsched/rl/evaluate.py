@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from dagsched.bench.stats import bootstrap_ci
-from dagsched.bench.suites import CLASSIC, CLOUD, Entry, ProblemSpec, Suite, _trace, real_traces, wfinstances_root
+from dagsched.bench.suites import CLASSIC, CLOUD, Entry, ProblemSpec, Suite, trace_spec
+from dagsched.generate.traces import real_traces, wfinstances_root
 
 HEURISTICS = ("heft", "cpop", "peft", "min_min", "fcfs", "kube_default")
 HELD_OUT_TRACE_FAMILIES = ("montage", "epigenomics", "1000genome", "srasearch", "nextflow")
@@ -43,7 +44,7 @@ def held_out_suite(
     for t in sorted(traces, key=lambda t: t.n_tasks):
         by_family.setdefault(t.family, t)  # the smallest of each family first
     chosen = sorted(by_family.values(), key=lambda t: t.n_tasks)[:n_traces]
-    entries += [Entry(_trace(t, root, cluster), seed_list) for t in chosen]
+    entries += [Entry(trace_spec(t, root, cluster), seed_list) for t in chosen]
     return Suite(
         "drl-held-out",
         tuple(entries),
@@ -131,7 +132,7 @@ def evaluate(
     """Run the held-out suite (resumable: stored cells are skipped) and write results.json and report.md."""
     from dagsched.bench.runner import run_suite
     from dagsched.bench.store import load_results
-    from dagsched.schedulers.drl import POLICY_ENV
+    from dagsched.policy import POLICY_ENV
 
     if policy_path:
         os.environ[POLICY_ENV] = str(Path(policy_path).resolve())  # the workers inherit it

@@ -24,10 +24,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from dagsched.policy.features import Observation
+from dagsched.policy.gnn import SchedulingPolicy
 from dagsched.rl.env import SchedulingEnv
-from dagsched.rl.features import Observation
-from dagsched.rl.policy import SchedulingPolicy
 from dagsched.schedulers.heft import HEFT
+from dagsched.sim.decision import DecisionPoint
 
 
 @dataclass
@@ -48,7 +49,7 @@ class HeftTeacher:
     def __init__(self, env: SchedulingEnv) -> None:
         assert env.sim is not None and env.cp is not None
         self.heft = HEFT()
-        self.heft.reset(env.cp, env.sim, 0)
+        self.heft.reset(env.cp, env.sim.decision_point(), 0)
         self.rank_pos = np.empty(env.cp.n_tasks, dtype=np.int64)
         self.rank_pos[np.asarray(self.heft.order, dtype=np.int64)] = np.arange(env.cp.n_tasks)
 
@@ -56,14 +57,14 @@ class HeftTeacher:
         """The teacher's action in the unpadded layout of `env.observation`."""
         sim, obs = env.sim, env.observation
         assert sim is not None and obs is not None
-        return teacher_label(self.heft, self.rank_pos, sim, obs)
+        return teacher_label(self.heft, self.rank_pos, sim.decision_point(), obs)
 
 
-def teacher_label(heft: HEFT, rank_pos: np.ndarray, sim: Any, obs: Observation) -> int:
+def teacher_label(heft: HEFT, rank_pos: np.ndarray, dp: DecisionPoint, obs: Observation) -> int:
     m, k = obs.n_nodes, len(obs.candidates)
     heft.watch.clear()
-    heft._replan(sim)
-    decision = heft.decide(sim)
+    heft._replan(dp)
+    decision = heft.decide(dp)
     slot = {int(t): i for i, t in enumerate(obs.candidates)}
     best: tuple[int, int] | None = None
     for t, nd in decision.assignments:

@@ -79,7 +79,7 @@ def compute_baseline(cp: CompiledProblem, config: SimConfig, kind: BaselineKind 
     A baseline of zero (free nodes, zero runtimes) is replaced by 1 so the terms stay finite.
     """
     if kind == "heft":
-        from dagsched.sim.run import simulate
+        from dagsched.schedulers import simulate
 
         exact = SimConfig(
             classic=config.classic,

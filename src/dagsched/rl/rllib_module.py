@@ -16,7 +16,7 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI
 from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 
-from dagsched.rl.policy import PolicyConfig, SchedulingPolicy
+from dagsched.policy.gnn import PolicyConfig, SchedulingPolicy
 
 
 class SchedulingRLModule(TorchRLModule, ValueFunctionAPI):

@@ -39,9 +39,10 @@ import torch
 
 from dagsched.model.compiled import CompiledProblem, compile_problem
 from dagsched.model.entities import Problem
+from dagsched.policy.files import load_policy, save_policy
+from dagsched.policy.gnn import PolicyConfig, SchedulingPolicy
 from dagsched.rl.env import SchedulingEnv
 from dagsched.rl.imitation import Sample, fit, play_episode
-from dagsched.rl.policy import PolicyConfig, SchedulingPolicy, load_policy, save_policy
 from dagsched.sim.config import SimConfig
 
 MODES: dict[str, dict[str, Any]] = {"classic": {"classic": True}, "cloud": {"noise_cv": 0.2}}
@@ -206,8 +207,8 @@ def validation_set(cfg: TrainConfig) -> list[tuple[CompiledProblem, SimConfig, i
 
 def validate(policy: SchedulingPolicy, problems: list[tuple[CompiledProblem, SimConfig, int]]) -> float:
     """Mean over the problems of the greedy drl scheduler's makespan / HEFT's (same problem and seed)."""
+    from dagsched.schedulers import simulate
     from dagsched.schedulers.drl import DRLScheduler
-    from dagsched.sim.run import simulate
 
     ratios = []
     for cp, sim_cfg, seed in problems:

@@ -19,6 +19,24 @@ from dagsched.schedulers import (  # noqa: F401
     tabu,
     tetris,
 )
-from dagsched.schedulers.base import Decision, Scheduler, is_tree_search, make_scheduler, register, registered_names
+from dagsched.schedulers.base import (
+    Decision,
+    DecisionPoint,
+    Scheduler,
+    is_tree_search,
+    make_scheduler,
+    register,
+    registered_names,
+    simulate,
+)
 
-__all__ = ["Decision", "Scheduler", "is_tree_search", "make_scheduler", "register", "registered_names"]
+__all__ = [
+    "Decision",
+    "DecisionPoint",
+    "Scheduler",
+    "is_tree_search",
+    "make_scheduler",
+    "register",
+    "registered_names",
+    "simulate",
+]

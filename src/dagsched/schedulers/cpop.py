@@ -20,10 +20,10 @@ from __future__ import annotations
 import numpy as np
 
 from dagsched.model.compiled import CompiledProblem
+from dagsched.model.ranks import downward_rank, upward_rank
 from dagsched.schedulers.base import register
-from dagsched.schedulers.ranks import downward_rank, upward_rank
 from dagsched.schedulers.static import PlanState, StaticPlanner, earliest_finish, ready_first
-from dagsched.sim.engine import Simulator
+from dagsched.sim.decision import DecisionPoint
 from dagsched.sim.slots import NodeTimeline
 
 _REL_TOL = 1e-9
@@ -54,21 +54,24 @@ class CPOP(StaticPlanner):
             t = min(on_path)
             path.append(t)
 
-    def _processor(self, sim: Simulator, w: int) -> int:
-        """The node minimising the critical path's total execution time, among nodes that can hold its tasks."""
+    def _processor(self, dp: DecisionPoint, w: int) -> int:
+        """The node minimising the critical path's total execution time, among nodes that can hold its tasks and
+        that placement rules allow for all of them."""
         if w not in self.cp_node:
             path = self.critical_path[w]
             total = self.cp.exec_s[path].sum(axis=0)
             for t in path:
-                total[np.any(sim.cap < np.asarray(sim.request(t)), axis=1)] = np.inf
+                total[np.any(dp.cap < np.asarray(dp.request(t)), axis=1)] = np.inf
+            if self.cp.allowed is not None:
+                total[~self.cp.allowed[path].all(axis=0)] = np.inf
             self.cp_node[w] = int(np.argmin(total)) if np.isfinite(total).any() else -1
         return self.cp_node[w]
 
-    def plan_tasks(self, sim: Simulator, tasks: list[int], lines: list[NodeTimeline], state: PlanState) -> None:
+    def plan_tasks(self, dp: DecisionPoint, tasks: list[int], lines: list[NodeTimeline], state: PlanState) -> None:
         on_path = self.on_path
         for t in ready_first(self.cp, tasks, self.priority):
-            start, finish = earliest_finish(sim, lines, t, state.arrival_s(t))
-            nd = self._processor(sim, on_path[t]) if t in on_path else -1
+            start, finish = earliest_finish(dp, lines, t, state.arrival_s(t))
+            nd = self._processor(dp, on_path[t]) if t in on_path else -1
             if nd < 0 or not np.isfinite(finish[nd]):
                 nd = int(np.argmin(finish))
             self.assign(lines, state, t, nd, float(start[nd]))

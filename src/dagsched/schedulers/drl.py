@@ -1,6 +1,6 @@
-"""DRL: the learned GNN policy (dagsched.rl) behind the common scheduler interface.
+"""DRL: the learned GNN policy (dagsched.policy, trained by dagsched.rl) behind the common scheduler interface.
 
-What it does: at each decision point it reads the live state at its exact sizes (no padding;
+What it does: at each decision point it reads the state at its exact sizes (no padding;
 `FeatureBuilder.decision` into `PolicyInference`, which is made once per plan), masks illegal
 (task, node) pairs before the softmax, and picks pairs one at a time at the same instant (greedy
 argmax by default, or sampled with a temperature) until it chooses to wait or no pair is legal.
@@ -14,60 +14,23 @@ legal pairs (the inference path scores only those; `fast=False` runs the referen
 K m pairs through PyG: same logits within 1e-5, same plans, several times slower).
 Tie-breaks: argmax takes the lowest action index among equal logits (lowest candidate slot, then
 lowest node index); wait is the last action.
-Departures: later picks at one instant are observed on `sim.fork()` (the live simulator stays
-read-only), which sees running tasks at their predicted ends, as the planners do.
+Departures: later picks at one instant are observed on a fork (`DecisionPoint.fork()`; the live
+simulation is never touched), which sees running tasks at their predicted ends, as the planners do.
+A wait on a window of candidates offers the ready tasks behind it at the same instant
+(`DecisionPoint.after_wait`), the environment's rule.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from importlib import resources
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from dagsched.model.compiled import CompiledProblem
 from dagsched.schedulers.base import Decision, Scheduler, register
-from dagsched.sim.engine import Simulator
-
-if TYPE_CHECKING:
-    from dagsched.rl.features import ReadyState
-
-DEFAULT_MODEL = "drl-v1"
-"""Stem of the shipped policy in dagsched/data/models/ (a .safetensors and a .json)."""
-POLICY_ENV = "DAGSCHED_DRL_POLICY"
-"""Environment variable naming another policy stem for `drl` (how the benchmark's workers evaluate one)."""
-
-_CACHE: dict[str, Any] = {}
-
-
-def shipped_model_path(name: str = DEFAULT_MODEL) -> Path:
-    """Path stem of a policy shipped in dagsched/data/models/ (without suffix)."""
-    return Path(str(resources.files("dagsched") / "data" / "models" / name))
-
-
-def load_cached_policy(path: str | os.PathLike[str] | None = None) -> Any:
-    """The policy at `path` (default: the shipped model), loaded once per process; a missing file names the path."""
-    from dagsched.rl.policy import load_policy
-
-    if path is None:
-        path = os.environ.get(POLICY_ENV) or None
-    stem = Path(path) if path is not None else shipped_model_path()
-    if stem.suffix in (".safetensors", ".json"):
-        stem = stem.with_suffix("")
-    key = str(stem.resolve())
-    if key not in _CACHE:
-        weights = stem.with_name(stem.name + ".safetensors")
-        if not weights.exists():
-            raise FileNotFoundError(
-                f"DRL policy weights not found at {weights}; train one with `dagsched train` "
-                "or pass the path of a trained policy (DRLScheduler(policy_path=...))"
-            )
-        _CACHE[key] = load_policy(stem)
-    return _CACHE[key]
+from dagsched.sim.decision import DecisionPoint
 
 
 @register
@@ -82,7 +45,7 @@ class DRLScheduler(Scheduler):
     waited 2,662 times with pairs legal and used 38 nodes (makespan 2.2 x HEFT's).
     `fast=False` runs the reference path (`FeatureBuilder.build` + `forward_single` through PyG) instead
     of the inference path; both make the same plans (tests/schedulers/test_drl.py). The inference path runs
-    the numba kernels of `dagsched.rl.kernels` unless `compiled=False` (numpy only, same plans).
+    the numba kernels of `dagsched.policy.kernels` unless `compiled=False` (numpy only, same plans).
     """
 
     name = "drl"
@@ -100,7 +63,8 @@ class DRLScheduler(Scheduler):
     ) -> None:
         import torch  # here, not at module level: importing the scheduler registry must stay light
 
-        from dagsched.rl.kernels import warm_up
+        from dagsched.policy.files import load_cached_policy
+        from dagsched.policy.inference import warm_up
 
         super().__init__()
         torch.set_num_threads(1)  # batch-1 inference: two threads on two cores were 5-20x slower
@@ -118,23 +82,22 @@ class DRLScheduler(Scheduler):
         self.compiled = compiled  # None: the numba kernels where numba is installed; False: numpy only
         self._warm = False
 
-    def reset(self, cp: CompiledProblem, sim: Simulator, seed: int = 0) -> None:
+    def reset(self, cp: CompiledProblem, view: DecisionPoint, seed: int = 0) -> None:
         import torch
 
-        from dagsched.rl.features import FeatureBuilder
-        from dagsched.rl.policy import PolicyInference
+        from dagsched.policy.features import FeatureBuilder
+        from dagsched.policy.inference import PolicyInference
 
-        super().reset(cp, sim, seed)
+        super().reset(cp, view, seed)
         history = self.policy.config.history_len
-        self.builder = FeatureBuilder(cp, sim.classic, self.max_candidates, history, compiled=self.compiled)
+        self.builder = FeatureBuilder(cp, view.classic, self.max_candidates, history, compiled=self.compiled)
         self.generator = torch.Generator().manual_seed(int(seed))
         self.inference = PolicyInference(self.policy, self.builder, self.compiled) if self.fast else None
-        if not self._warm and not self.fast:  # torch's first forward pays one-off set-up costs: not in decision latency
-            rs = self.builder.ready_state(sim)
-            if rs.any_legal:
-                with torch.inference_mode():
-                    self.policy.forward_single(FeatureBuilder(cp, sim.classic, self.max_candidates).build(sim, rs))
-                self._warm = True
+        # torch's first forward pays one-off set-up costs: not in decision latency
+        if not self._warm and not self.fast and view.any_legal:
+            with torch.inference_mode():
+                self.policy.forward_single(FeatureBuilder(cp, view.classic, self.max_candidates).build(view))
+            self._warm = True
 
     def _pick(self, obs: Any) -> int:
         """Index into the unpadded action layout (k * m pairs, then wait) of an Observation or DecisionInputs."""
@@ -151,44 +114,39 @@ class DRLScheduler(Scheduler):
             probs = torch.softmax(logits / max(self.temperature, 1e-6), dim=0)
             return int(torch.multinomial(probs, 1, generator=self.generator))
 
-    def decide(self, sim: Simulator) -> Decision:
-        view, builder = sim, self.builder
+    def decide(self, dp: DecisionPoint) -> Decision:
+        builder = self.builder
+        here, fork = dp, None
         assignments: list[tuple[int, int]] = []
         wake = math.inf
         seen = builder._attempts_seen
-        deferred = np.zeros(self.cp.n_tasks, dtype=bool)
+        deferred: list[int] = []
         while True:
-            rs = builder.ready_state(view)
-            if self.defer_windows and deferred.any():
-                rs = _without(rs, deferred)
-            if not rs.any_legal:
-                wake = min(wake, rs.wake_s)
+            if not here.any_legal:
+                wake = min(wake, here.wake_s)
                 break
-            obs = builder.decision(view, rs) if self.inference is not None else builder.build(view, rs)
+            obs = builder.decision(here) if self.inference is not None else builder.build(here)
             a = self._pick(obs)
             mask = obs.action_mask()
             if not mask[a]:  # cannot happen: illegal logits are MASK_LOGIT
                 raise RuntimeError(f"drl chose illegal action {a}")
             if a == len(mask) - 1:
                 wake = min(wake, obs.wake_s)
-                if not self.defer_windows or len(obs.candidates) >= len(rs.ready):
+                rest = here.after_wait(obs.candidates) if self.defer_windows else None
+                if rest is None:
                     break
-                deferred[obs.candidates] = True  # wait for these; offer the ready tasks behind them
+                deferred += [int(t) for t in obs.candidates]  # wait for these; offer the ready tasks behind them
+                here = rest
                 continue
             t, nd = int(obs.candidates[a // obs.n_nodes]), a % obs.n_nodes
             assignments.append((t, nd))
-            if view is sim:
+            if fork is None:
                 seen = builder._attempts_seen
-                view = sim.fork()  # later picks see this start; the live simulator stays read-only
-            view.start(t, nd)
-        if view is not sim:  # the fork's trace is empty: keep the live simulator's attempt count
+                fork = dp.fork()  # later picks see this start; the live simulation is never touched
+            fork.start(t, nd)
+            here = fork.decision_point()
+            if deferred:
+                here = here.without(np.asarray(deferred, dtype=np.int64))
+        if fork is not None:  # the fork's trace is empty: keep the live simulator's attempt count
             builder._attempts_seen = seen
         return Decision(assignments, wake if np.isfinite(wake) else None)
-
-
-def _without(rs: ReadyState, deferred: npt.NDArray[np.bool_]) -> ReadyState:
-    """The ready state with the deferred tasks taken out (the wake instant kept: waking early is harmless)."""
-    from dagsched.rl.features import ReadyState
-
-    keep = ~deferred[rs.ready]
-    return ReadyState(rs.ready[keep], rs.arrival_s[keep], rs.legal[keep], rs.wake_s)

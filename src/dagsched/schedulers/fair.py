@@ -29,7 +29,7 @@ from dagsched.model.compiled import CompiledProblem
 from dagsched.schedulers.base import register
 from dagsched.schedulers.greedy import ListScheduler
 from dagsched.schedulers.progress import remaining_work, tail_path_s, task_work
-from dagsched.sim.engine import Decision, Simulator
+from dagsched.sim.decision import Decision, DecisionPoint
 
 ALPHA = -2.0
 """Share proportional to remaining work ** ALPHA."""
@@ -41,22 +41,22 @@ class WeightedFair(ListScheduler):
     uses_seed = False
     alpha: float = ALPHA
 
-    def reset(self, cp: CompiledProblem, sim: Simulator, seed: int = 0) -> None:
-        super().reset(cp, sim, seed)
+    def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:
+        super().reset(cp, dp, seed)
         self.work = task_work(cp)
         self.tail_s = tail_path_s(cp)
-        self.total = np.maximum(sim.cap.sum(axis=0), 1e-12)
+        self.total = np.maximum(dp.cap.sum(axis=0), 1e-12)
         self.held = np.zeros((cp.n_workflows, 3))
         self.weight: dict[int, float] = {}
         self._last: tuple[int, int] | None = None
 
-    def decide(self, sim: Simulator) -> Decision:
-        self.sim = sim
+    def decide(self, dp: DecisionPoint) -> Decision:
+        self.dp = dp
         self.held[:] = 0.0
         task_wf = self.cp.task_wf
-        for t in sim.running:
-            self.held[int(task_wf[t])] += sim.request(t)
-        return super().decide(sim)
+        for t in dp.running:
+            self.held[int(task_wf[t])] += dp.request(t)
+        return super().decide(dp)
 
     def order(self, ready: list[int]) -> Iterator[int]:
         task_wf, tail = self.cp.task_wf, self.tail_s
@@ -64,7 +64,7 @@ class WeightedFair(ListScheduler):
         for t in sorted(ready, key=lambda t: (-float(tail[t]), t)):
             queues.setdefault(int(task_wf[t]), []).append(t)
         workflows = sorted(queues)
-        left = remaining_work(self.sim, self.work, workflows)
+        left = remaining_work(self.dp, self.work, workflows)
         weight = {w: max(float(x), 1e-9) ** self.alpha for w, x in zip(workflows, left, strict=True)}
         heap = [(self._share(w) / weight[w], w) for w in workflows]
         heapq.heapify(heap)
@@ -82,7 +82,7 @@ class WeightedFair(ListScheduler):
             # a task passed over cannot start later in this decision (room only shrinks): the next one of w tries
 
     def assigned(self, t: int, nd: int) -> None:
-        self.held[int(self.cp.task_wf[t])] += self.sim.request(t)
+        self.held[int(self.cp.task_wf[t])] += self.dp.request(t)
         self._last = (t, nd)
 
     def _share(self, w: int) -> float:

@@ -18,7 +18,7 @@ import numpy as np
 from dagsched.model.compiled import CompiledProblem
 from dagsched.schedulers.base import register
 from dagsched.schedulers.greedy import ListScheduler
-from dagsched.sim.engine import Simulator
+from dagsched.sim.decision import DecisionPoint
 
 
 @register
@@ -26,8 +26,8 @@ class FIFO(ListScheduler):
     name = "fifo"
     uses_seed = False
 
-    def reset(self, cp: CompiledProblem, sim: Simulator, seed: int = 0) -> None:
-        super().reset(cp, sim, seed)
+    def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:
+        super().reset(cp, dp, seed)
         by_arrival = np.lexsort((np.arange(cp.n_workflows), cp.wf_submit_s))
         wf_rank = np.empty(cp.n_workflows, dtype=np.int64)
         wf_rank[by_arrival] = np.arange(cp.n_workflows)

@@ -1,8 +1,8 @@
 """Shared machinery of the dynamic heuristics: list dispatch and earliest-finish batch mapping.
 
 A heuristic file subclasses one of these and holds only its priority and selection
-rule (SAGA's habit); the earliest-start search and data-arrival times come from the
-simulator (`sim.data_ready_s`, `sim.node_timelines`).
+rule (SAGA's habit); legality, the earliest-start search and data-arrival times come from
+the decision point (`dp.fitting`, `dp.data_ready_all_s`, `dp.node_timelines`).
 """
 
 from __future__ import annotations
@@ -14,11 +14,10 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
-from dagsched.schedulers.base import Scheduler
-from dagsched.sim.engine import Decision, Simulator
+from dagsched.model.compiled import EPS as _EPS
+from dagsched.sim.decision import Decision, DecisionPoint, Scheduler
 from dagsched.sim.slots import NodeTimeline
 
-_EPS = 1e-9
 BATCH_TASKS = 16
 """Batch mappers map at least this many ready tasks at once (whole workflows, oldest first): see `BatchMapper`."""
 
@@ -42,16 +41,16 @@ class ListScheduler(Scheduler):
     def assigned(self, t: int, nd: int) -> None:
         """Called after t was given node nd in this decision (before `order` yields the next task)."""
 
-    def decide(self, sim: Simulator) -> Decision:
-        ready = sim.ready_tasks()
+    def decide(self, dp: DecisionPoint) -> Decision:
+        ready = dp.ready_tasks()
         if not ready:
             return Decision([], None)
         tasks = np.asarray(ready, dtype=np.int64)
         row = {t: i for i, t in enumerate(ready)}
-        req = sim.requests(tasks)
-        free = sim.free.copy()
-        up = sim.node_up & (sim.node_available_s <= sim.now + _EPS)
-        fits = sim.fitting(tasks, free)  # kept current: free only changes on the node just given a task
+        req = dp.requests(tasks)
+        free = dp.free.copy()
+        up = dp.node_up & (dp.node_available_s <= dp.now + _EPS)
+        fits = dp.fitting(tasks, free)  # kept current: free only changes on the node just given a task
         any_fit = cast(list[bool], fits.any(axis=1).tolist())
         smallest = req.min(axis=0)
         assignments: list[tuple[int, int]] = []
@@ -63,8 +62,8 @@ class ListScheduler(Scheduler):
             i = row[t]
             if not any_fit[i]:
                 continue
-            arrival = sim.data_ready_all_s(t)
-            now_ok = fits[i] & (arrival <= sim.now + _EPS)
+            arrival = dp.data_ready_all_s(t)
+            now_ok = fits[i] & (arrival <= dp.now + _EPS)
             if not now_ok.any():
                 wake = min(wake, float(arrival[fits[i]].min()))
                 continue
@@ -105,36 +104,36 @@ class BatchMapper(Scheduler):
     def pick(self, best_ect: np.ndarray, candidates: list[int]) -> int:
         """Position in `candidates` of the task to map next, given each one's best completion time."""
 
-    def batch(self, sim: Simulator) -> list[int]:
+    def batch(self, dp: DecisionPoint) -> list[int]:
         """The ready tasks mapped now: with several workflows, BATCH_TASKS of them, those whose request fits
         some node's free room first, then by workflow submission (then workflow and task position); a single
         workflow's ready tasks all."""
-        ready = sim.ready_tasks()
-        cp = sim.cp
+        ready = dp.ready_tasks()
+        cp = dp.cp
         if len(ready) <= BATCH_TASKS or cp.n_workflows == 1:
             return ready
-        fits_now = cast(list[bool], sim.fitting(np.asarray(ready, dtype=np.int64), sim.free).any(axis=1).tolist())
+        fits_now = cast(list[bool], dp.fitting(np.asarray(ready, dtype=np.int64), dp.free).any(axis=1).tolist())
         key = {t: (not f, float(cp.wf_submit_s[cp.task_wf[t]]), t) for t, f in zip(ready, fits_now, strict=True)}
         return sorted(sorted(ready, key=key.__getitem__)[:BATCH_TASKS])
 
-    def decide(self, sim: Simulator) -> Decision:
-        ready = self.batch(sim)
+    def decide(self, dp: DecisionPoint) -> Decision:
+        ready = self.batch(dp)
         if not ready:
             return Decision([], None)
-        now = sim.now
-        lines = sim.node_timelines()
+        now = dp.now
+        lines = dp.node_timelines()
         tasks = np.asarray(ready, dtype=np.int64)
-        arrival = np.array([sim.data_ready_all_s(t) for t in ready])  # (k, m): inputs on each node
-        exec_s = sim.cp.exec_s[tasks]  # (k, m)
-        req = sim.requests(tasks)  # (k, 3)
+        arrival = np.array([dp.data_ready_all_s(t) for t in ready])  # (k, m): inputs on each node
+        exec_s = dp.cp.exec_s[tasks]  # (k, m)
+        req = dp.requests(tasks)  # (k, 3)
         uniform = bool(np.all(req == req[0]))  # classic mode: every task takes one slot
-        allowed = self._allowed(sim, lines, tasks, req[:1] if uniform else req)  # where a slot may be searched
-        est = sim.earliest_starts(ready)
+        allowed = self._allowed(dp, tasks)  # where a slot may be searched
+        est = dp.earliest_starts(ready)
         est[~allowed] = np.inf  # already inf where a node can never host a task: this adds the avoided nodes
         ect = est + exec_s
         best = ect.min(axis=1)
         room = _RoomNow(lines, now, req, uniform)
-        free = sim.free.copy()
+        free = dp.free.copy()
         assignments: list[tuple[int, int]] = []
         wake = np.inf
         unmapped = np.ones(len(ready), dtype=bool)
@@ -148,11 +147,11 @@ class BatchMapper(Scheduler):
                 continue
             line = lines[nd]
             dur = float(exec_s[i, nd])
-            start = line.earliest_start(max(float(arrival[i, nd]), now), dur, sim.request(t))
+            start = line.earliest_start(max(float(arrival[i, nd]), now), dur, dp.request(t))
             end = start + dur
             if not np.isfinite(end):
                 continue
-            line.reserve(start, end, sim.request(t))
+            line.reserve(start, end, dp.request(t))
             if start <= now + _EPS:
                 # the timelines miss what they cannot see (a zero-length task just mapped, a task
                 # running past its prediction): start only what really fits now; the rest waits
@@ -178,19 +177,11 @@ class BatchMapper(Scheduler):
         return Decision(assignments, wake if np.isfinite(wake) else None)
 
     @staticmethod
-    def _allowed(
-        sim: Simulator, lines: list[NodeTimeline], tasks: npt.NDArray[np.int64], req: npt.NDArray[np.float64]
-    ) -> npt.NDArray[np.bool_]:
-        """(k, m): the node can ever host the task, and it is not the node a migrated task must avoid.
-
-        `req` is one row per task, or one row that every task shares. A migrated task
-        avoids the node it overran on, unless no other node can ever take it.
-        """
-        cap = np.array([line.cap for line in lines])
-        up = np.array([line.available_from < np.inf for line in lines])
-        hosts = np.all(req[:, None, :] <= cap[None, :, :] + _EPS, axis=2) & up
-        allowed: npt.NDArray[np.bool_] = np.broadcast_to(hosts, (len(tasks), len(lines))).copy()
-        avoid = sim.avoid_node[tasks]
+    def _allowed(dp: DecisionPoint, tasks: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """(k, m): the node is up and can ever host the task (placement rules included), and it is not the
+        node a migrated task must avoid, unless no other node can ever take it."""
+        allowed: npt.NDArray[np.bool_] = dp.ever_fits(tasks) & dp.node_up[None, :]
+        avoid = dp.avoid_node[tasks]
         for i in np.flatnonzero(avoid >= 0):
             others = allowed[i].copy()
             others[avoid[i]] = False

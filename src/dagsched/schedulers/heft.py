@@ -14,10 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 from dagsched.model.compiled import CompiledProblem
+from dagsched.model.ranks import rank_order, upward_rank
 from dagsched.schedulers.base import register
-from dagsched.schedulers.ranks import rank_order, upward_rank
 from dagsched.schedulers.static import PlanState, StaticPlanner, earliest_finish
-from dagsched.sim.engine import Simulator
+from dagsched.sim.decision import DecisionPoint
 from dagsched.sim.slots import NodeTimeline
 
 
@@ -35,9 +35,9 @@ class HEFT(StaticPlanner):
         """`tasks` by decreasing upward rank (their order in `self.order`), without walking the whole problem."""
         return sorted(tasks, key=self.order_pos.__getitem__)
 
-    def plan_tasks(self, sim: Simulator, tasks: list[int], lines: list[NodeTimeline], state: PlanState) -> None:
+    def plan_tasks(self, dp: DecisionPoint, tasks: list[int], lines: list[NodeTimeline], state: PlanState) -> None:
         for t in self.in_rank_order(tasks):
-            start, finish = earliest_finish(sim, lines, t, state.arrival_s(t))
+            start, finish = earliest_finish(dp, lines, t, state.arrival_s(t))
             nd = int(np.argmin(finish))
             self.assign(lines, state, t, nd, float(start[nd]))
 

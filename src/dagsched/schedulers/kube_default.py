@@ -27,7 +27,7 @@ import numpy as np
 
 from dagsched.model.compiled import CompiledProblem
 from dagsched.schedulers.base import Scheduler, register
-from dagsched.sim.engine import READY, Decision, Simulator
+from dagsched.sim.decision import READY, Decision, DecisionPoint
 
 _EPS = 1e-9
 MAX_NODE_SCORE = 100.0
@@ -38,53 +38,53 @@ class KubeDefault(Scheduler):
     name = "kube_default"
     uses_seed = False
 
-    def reset(self, cp: CompiledProblem, sim: Simulator, seed: int = 0) -> None:
-        super().reset(cp, sim, seed)
+    def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:
+        super().reset(cp, dp, seed)
         self.bound: dict[int, int] = {}  # pod -> node it is bound to, waiting for its inputs
 
-    def decide(self, sim: Simulator) -> Decision:
+    def decide(self, dp: DecisionPoint) -> Decision:
         for t, nd in list(self.bound.items()):
-            if sim.status[t] != READY or not sim.node_up[nd]:
+            if dp.status[t] != READY or not dp.node_up[nd]:
                 del self.bound[t]  # started, or its node failed: back to the queue
-        free = sim.free.copy()
+        free = dp.free.copy()
         for t, nd in self.bound.items():
-            free[nd] -= sim.request(t)
+            free[nd] -= dp.request(t)
         assignments: list[tuple[int, int]] = []
         wake = np.inf
-        queue = sorted(sim.ready_tasks(), key=lambda t: (-int(self.cp.priority[t]), t))
+        queue = sorted(dp.ready_tasks(), key=lambda t: (-int(self.cp.priority[t]), t))
         # the filter for every unbound pod at once, kept current as pods are bound: on a loaded cluster most
         # pods fit nowhere, and they are passed over without scoring (schedule_one would find no node)
         unbound = np.asarray([t for t in queue if t not in self.bound], dtype=np.int64)
         row = {int(t): i for i, t in enumerate(unbound)}
-        req = sim.requests(unbound)
-        up = sim.node_up & (sim.node_available_s <= sim.now + _EPS)
+        req = dp.requests(unbound)
+        up = dp.node_up & (dp.node_available_s <= dp.now + _EPS)
         feasible = up[None, :] & np.all(free[None, :, :] + _EPS >= req[:, None, :], axis=2)
         any_feasible = feasible.any(axis=1).tolist()
         for t in queue:
             if t not in self.bound:
                 if not any_feasible[row[t]]:
                     continue  # unschedulable for now; retried at the next event
-                nd = self.schedule_one(sim, t, free)
+                nd = self.schedule_one(dp, t, free)
                 self.bound[t] = nd
-                free[nd] -= sim.request(t)
+                free[nd] -= dp.request(t)
                 feasible[:, nd] &= np.all(free[nd] + _EPS >= req, axis=1)
                 any_feasible = feasible.any(axis=1).tolist()
             nd = self.bound[t]
-            arrival = sim.data_ready_s(t, nd)
-            if arrival <= sim.now + _EPS and sim.node_available_s[nd] <= sim.now + _EPS:
+            arrival = dp.data_ready_s(t, nd)
+            if arrival <= dp.now + _EPS and dp.node_available_s[nd] <= dp.now + _EPS:
                 assignments.append((t, nd))
                 del self.bound[t]
-            elif arrival > sim.now + _EPS:
+            elif arrival > dp.now + _EPS:
                 wake = min(wake, arrival)
         return Decision(assignments, wake if np.isfinite(wake) else None)
 
-    def schedule_one(self, sim: Simulator, t: int, free: np.ndarray) -> int:
+    def schedule_one(self, dp: DecisionPoint, t: int, free: np.ndarray) -> int:
         """Filter then score: the node to bind pod t to, or -1 when none fits now."""
-        req = np.asarray(sim.request(t))
-        feasible = sim.node_up & (sim.node_available_s <= sim.now + _EPS) & np.all(free + _EPS >= req, axis=1)
+        req = np.asarray(dp.request(t))
+        feasible = dp.node_up & (dp.node_available_s <= dp.now + _EPS) & np.all(free + _EPS >= req, axis=1)
         best, best_score = -1, -np.inf
         for nd in np.flatnonzero(feasible):
-            score = self.score(sim.cap[nd, :2], free[nd, :2] - req[:2])
+            score = self.score(dp.cap[nd, :2], free[nd, :2] - req[:2])
             if score > best_score + _EPS:
                 best, best_score = int(nd), score
         return best

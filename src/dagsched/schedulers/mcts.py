@@ -40,15 +40,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dagsched.model.compiled import CompiledProblem
+from dagsched.model.ranks import rank_order, upward_rank
 from dagsched.schedulers.base import Decision, Scheduler, register
 from dagsched.schedulers.heft import HEFT
-from dagsched.schedulers.ranks import rank_order, upward_rank
 from dagsched.schedulers.search_common import (
     WAIT,
     Pair,
     advance,
-    can_wait,
-    data_wake_s,
     legal_pairs,
     makespan_of,
     n_unstarted,
@@ -56,7 +54,8 @@ from dagsched.schedulers.search_common import (
     state_key,
     wait_helps,
 )
-from dagsched.sim.engine import RUNNING, Simulator
+from dagsched.sim.decision import RUNNING, DecisionPoint
+from dagsched.sim.engine import Simulator
 
 _STALL_VALUE = -10.0  # a branch where some task can no longer run anywhere
 
@@ -118,10 +117,12 @@ class _MCTS(Scheduler):
         self.config = replace(config or MCTSConfig(), **overrides)
         self.sims_done = 0
 
-    def reset(self, cp: CompiledProblem, sim: Simulator, seed: int = 0) -> None:
-        super().reset(cp, sim, seed)
+    def reset(self, cp: CompiledProblem, view: DecisionPoint, seed: int = 0) -> None:
+        super().reset(cp, view, seed)
         self.rank = upward_rank(cp)
         self.order = rank_order(self.rank, cp)
+        self.topo_pos = np.empty(cp.n_tasks, dtype=np.int64)
+        self.topo_pos[cp.topo] = np.arange(cp.n_tasks)
         self.baseline = 0.0
         self.work_left = float(self.config.plan_work)
         self.t_end = math.inf if self.config.plan_ms is None else time.perf_counter() + self.config.plan_ms / 1e3
@@ -132,24 +133,24 @@ class _MCTS(Scheduler):
 
     # ---- the decision loop -------------------------------------------------------------------
 
-    def decide(self, sim: Simulator) -> Decision:
+    def decide(self, dp: DecisionPoint) -> Decision:
         if self.fallback is not None:
-            return self.fallback.decide(sim)
-        wake = data_wake_s(sim)
+            return self.fallback.decide(dp)
+        wake = dp.wake_s
         decision_wake = wake if math.isfinite(wake) else None
-        live = legal_pairs(sim)
+        live = dp.pairs()
         if not live:
             return Decision([], decision_wake)
         if self.work_left <= 0 or time.perf_counter() > self.t_end:
             self.fallback = HEFT()
-            self.fallback.reset(self.cp, sim, self._fallback_seed)
-            return self.fallback.decide(sim)
+            self.fallback.reset(self.cp, dp, self._fallback_seed)
+            return self.fallback.decide(dp)
         keep = self.keep
-        root = keep if keep is not None and self._matches(keep, sim, live) else _Node(sim.fork())
+        root = keep if keep is not None and self._matches(keep, dp, live) else _Node(dp.fork())
         if self.baseline <= 0:
             self._evaluate(root)
         assignments: list[tuple[int, int]] = []
-        start_status = sim.status.copy()
+        start_status = dp.status.copy()
         self.keep = None
         while True:
             acts = self._actions(root)
@@ -162,19 +163,19 @@ class _MCTS(Scheduler):
                 break
             assignments.append(a)
             root = child
-            moved_on = root.state.now != sim.now or root.key[1] != _with_started(start_status, assignments)
+            moved_on = root.state.now != dp.now or root.key[1] != _with_started(start_status, assignments)
             if root.terminal or moved_on:
                 self.keep = root
                 break
         return Decision(assignments, decision_wake)
 
-    def _matches(self, keep: _Node, sim: Simulator, live: list[Pair]) -> bool:
+    def _matches(self, keep: _Node, dp: DecisionPoint, live: list[Pair]) -> bool:
         """Whether the kept subtree stands for the live state: same state key and the same legal actions.
 
         The kept state was rolled forward on predictions, without failures, repairs or boot delays
         after repair; only where it matches may its actions be played on the live simulator.
         """
-        return self.config.reuse and keep.key == state_key(sim) and legal_pairs(keep.state) == live
+        return self.config.reuse and keep.key == state_key(dp) and legal_pairs(keep.state) == live
 
     def _sims_now(self, root: _Node) -> int:
         if math.isinf(self.work_left):
@@ -275,7 +276,10 @@ class _MCTS(Scheduler):
             (p for p in pairs if p not in set(first)),
             key=lambda p: (-float(self.rank[p[0]]), float(self.cp.exec_s[p[0], p[1]]), p),
         )
-        waits = wait_helps(node.state, pairs, self.rank) or (not first and can_wait(node.state))
+        dp = node.state.decision_point()
+        # a wait is legal where time can move (the one rule); it is worth trying where the rollout plan starts
+        # nothing now (HEFT waits for a better slot) or where the environment's estimate says it can help
+        waits = dp.can_wait and (not first or wait_helps(dp, self.rank, self.topo_pos))
         wait = [WAIT] if waits else []
         return first[:1] + wait + first[1:] + rest if first else wait + rest
 
@@ -297,7 +301,7 @@ class MCTS(_MCTS):
     """PUCT with the shipped GNN policy's probabilities as priors (see the module docstring).
 
     `policy_path` is a policy stem (or its .safetensors/.json); default the shipped model
-    (`drl.DEFAULT_MODEL`). A missing file raises at `reset`, naming the path.
+    (`dagsched.policy.DEFAULT_MODEL`). A missing file raises at `reset`, naming the path.
     """
 
     name = "mcts"
@@ -307,13 +311,14 @@ class MCTS(_MCTS):
         super().__init__(config, **overrides)
         self.policy_path = policy_path
 
-    def reset(self, cp: CompiledProblem, sim: Simulator, seed: int = 0) -> None:
-        super().reset(cp, sim, seed)
-        from dagsched.rl.features import FeatureBuilder
+    def reset(self, cp: CompiledProblem, view: DecisionPoint, seed: int = 0) -> None:
+        super().reset(cp, view, seed)
+        from dagsched.policy.features import FeatureBuilder
+        from dagsched.policy.files import load_cached_policy
 
-        self.policy = _load(self.policy_path)
+        self.policy = load_cached_policy(self.policy_path)
         history = int(self.policy.config.history_len)
-        self.builder = FeatureBuilder(cp, sim.classic, history_len=history)
+        self.builder = FeatureBuilder(cp, view.classic, history_len=history)
 
     def _actions(self, node: _Node) -> list[Pair]:
         if node.actions is None:
@@ -328,7 +333,7 @@ class MCTS(_MCTS):
         import torch
 
         builder = self._fresh_builder()
-        obs = builder.build(state)
+        obs = builder.build(state.decision_point())
         with torch.inference_mode():
             logits, _ = self.policy.forward_single(obs)
             probs = torch.softmax(logits, dim=0).numpy().astype(np.float64)
@@ -349,10 +354,7 @@ class MCTS(_MCTS):
         import copy
 
         b = copy.copy(self.builder)
-        n, m = self.cp.n_tasks, self.cp.n_nodes
-        b._arrival = np.zeros((n, m))
-        b._arrival_known = np.zeros(n, dtype=bool)
-        b._opened = np.zeros(m, dtype=bool)
+        b._opened = np.zeros(self.cp.n_nodes, dtype=bool)
         b._attempts_seen = 0
         b._hist = np.zeros_like(self.builder._hist)
         b._hist_at = -math.inf
@@ -360,33 +362,3 @@ class MCTS(_MCTS):
 
     def _explore(self, node: _Node, a: Pair, child: _Node) -> float:
         return self.config.c_puct * node.priors.get(a, 0.0) * math.sqrt(max(node.n, 1)) / (1 + child.n)
-
-
-_POLICIES: dict[str, Any] = {}
-
-
-def default_policy_path() -> Path:
-    """The shipped policy's stem (`dagsched.schedulers.drl.DEFAULT_MODEL` in dagsched/data/models/)."""
-    from dagsched.schedulers.drl import shipped_model_path
-
-    return shipped_model_path()
-
-
-def _load(path: str | Path | None) -> Any:
-    from dagsched.rl.policy import PolicyFileError, load_policy
-
-    stem = Path(path) if path is not None else default_policy_path()
-    if stem.suffix in (".safetensors", ".json"):
-        stem = stem.with_suffix("")
-    key = str(stem.resolve())
-    if key not in _POLICIES:
-        if not stem.with_name(stem.name + ".safetensors").exists():
-            raise PolicyFileError(
-                f"mcts needs a trained policy: {stem}.safetensors (and .json) is missing; "
-                "train one (dagsched train) or pass policy_path, or use mcts_uct"
-            )
-        import torch
-
-        torch.set_num_threads(1)
-        _POLICIES[key] = load_policy(stem)
-    return _POLICIES[key]

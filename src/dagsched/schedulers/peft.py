@@ -16,10 +16,10 @@ from __future__ import annotations
 import numpy as np
 
 from dagsched.model.compiled import CompiledProblem
+from dagsched.model.ranks import optimistic_cost_table
 from dagsched.schedulers.base import register
-from dagsched.schedulers.ranks import optimistic_cost_table
 from dagsched.schedulers.static import PlanState, StaticPlanner, earliest_finish, ready_first
-from dagsched.sim.engine import Simulator
+from dagsched.sim.decision import DecisionPoint
 from dagsched.sim.slots import NodeTimeline
 
 
@@ -32,9 +32,9 @@ class PEFT(StaticPlanner):
         self.oct = optimistic_cost_table(cp)
         self.rank_oct = self.oct.mean(axis=1)
 
-    def plan_tasks(self, sim: Simulator, tasks: list[int], lines: list[NodeTimeline], state: PlanState) -> None:
+    def plan_tasks(self, dp: DecisionPoint, tasks: list[int], lines: list[NodeTimeline], state: PlanState) -> None:
         for t in ready_first(self.cp, tasks, self.rank_oct):
-            start, finish = earliest_finish(sim, lines, t, state.arrival_s(t))
+            start, finish = earliest_finish(dp, lines, t, state.arrival_s(t))
             nd = int(np.argmin(finish + self.oct[t]))
             self.assign(lines, state, t, nd, float(start[nd]))
 

@@ -11,7 +11,8 @@ import numpy as np
 
 from dagsched.model.compiled import CompiledProblem, FloatArray
 from dagsched.model.graph import fastest_exec_s
-from dagsched.sim.engine import DONE, Simulator
+from dagsched.model.ranks import longest_to_exit_s
+from dagsched.sim.decision import DONE, DecisionPoint
 
 
 def task_work(cp: CompiledProblem) -> FloatArray:
@@ -19,45 +20,36 @@ def task_work(cp: CompiledProblem) -> FloatArray:
     return np.asarray(cp.req[:, 0] * cp.runtime_s, dtype=np.float64)
 
 
-def remaining_work(sim: Simulator, work: FloatArray, workflows: list[int]) -> FloatArray:
+def remaining_work(dp: DecisionPoint, work: FloatArray, workflows: list[int]) -> FloatArray:
     """Work of the tasks of each of `workflows` not done yet (running ones counted whole)."""
-    ptr = sim.cp.wf_task_ptr
+    ptr = dp.cp.wf_task_ptr
     out = np.empty(len(workflows))
     for i, w in enumerate(workflows):
         lo, hi = int(ptr[w]), int(ptr[w + 1])
-        out[i] = float(work[lo:hi][sim.status[lo:hi] != DONE].sum())
+        out[i] = float(work[lo:hi][dp.status[lo:hi] != DONE].sum())
     return out
 
 
 def tail_path_s(cp: CompiledProblem) -> FloatArray:
-    """Longest path from each task's start to its workflow's end, every task on its fastest host, free transfers.
-
-    Upward rank without communication on the best nodes: what is left of the workflow's critical
-    path once this task starts.
-    """
-    w = fastest_exec_s(cp).tolist()
-    ptr, idx = cp.succ_ptr.tolist(), cp.succ_idx.tolist()
-    tail = [0.0] * cp.n_tasks
-    for t in cp.topo[::-1].tolist():
-        lo, hi = ptr[t], ptr[t + 1]
-        tail[t] = w[t] + (max([tail[idx[k]] for k in range(lo, hi)]) if hi > lo else 0.0)
-    return np.asarray(tail, dtype=np.float64)
+    """Longest path from each task's start to its workflow's end, every task on its fastest host, free transfers:
+    what is left of the workflow's critical path once this task starts."""
+    return longest_to_exit_s(cp, fastest_exec_s(cp))
 
 
-def remaining_critical_path_s(sim: Simulator, tail_s: FloatArray, fastest_s: FloatArray) -> dict[int, float]:
+def remaining_critical_path_s(dp: DecisionPoint, tail_s: FloatArray, fastest_s: FloatArray) -> dict[int, float]:
     """Remaining critical path of every workflow with a ready or running task.
 
     Every unfinished task has an ancestor (or is one) that is ready or running, and a path only
     shortens going down, so the longest remaining path starts at one of those: a ready task's full
     tail, or a running task's tail with what it has done taken off (its predicted time left).
     """
-    task_wf = sim.cp.task_wf
+    task_wf = dp.cp.task_wf
     out: dict[int, float] = {}
-    for t in sim.ready:
+    for t in dp.ready:
         w = int(task_wf[t])
         out[w] = max(out.get(w, 0.0), float(tail_s[t]))
-    for t in sim.running:
+    for t in dp.running:
         w = int(task_wf[t])
-        left = float(tail_s[t] - fastest_s[t]) + max(sim.predicted_end_s(t) - sim.now, 0.0)
+        left = float(tail_s[t] - fastest_s[t]) + max(dp.predicted_end_s(t) - dp.now, 0.0)
         out[w] = max(out.get(w, 0.0), left)
     return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dagsched.model.compiled import CompiledProblem
 from dagsched.schedulers.base import register
 from dagsched.schedulers.greedy import ListScheduler
-from dagsched.sim.engine import Simulator
+from dagsched.sim.decision import DecisionPoint
 
 
 @register
@@ -19,8 +19,8 @@ class RoundRobin(ListScheduler):
     name = "round_robin"
     uses_seed = False
 
-    def reset(self, cp: CompiledProblem, sim: Simulator, seed: int = 0) -> None:
-        super().reset(cp, sim, seed)
+    def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:
+        super().reset(cp, dp, seed)
         self.next_node = 0
 
     def order(self, ready: list[int]) -> list[int]:

@@ -10,10 +10,10 @@ DAG-blind: it ignores ranks and transfers, and starts only what can start now.
 from __future__ import annotations
 
 from dagsched.model.compiled import CompiledProblem
+from dagsched.model.ranks import mean_exec_s
 from dagsched.schedulers.base import register
 from dagsched.schedulers.greedy import ListScheduler
-from dagsched.schedulers.ranks import mean_exec_s
-from dagsched.sim.engine import Simulator
+from dagsched.sim.decision import DecisionPoint
 
 
 @register
@@ -21,8 +21,8 @@ class SJF(ListScheduler):
     name = "sjf"
     uses_seed = False
 
-    def reset(self, cp: CompiledProblem, sim: Simulator, seed: int = 0) -> None:
-        super().reset(cp, sim, seed)
+    def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:
+        super().reset(cp, dp, seed)
         self.mean_runtime_s = mean_exec_s(cp)
 
     def order(self, ready: list[int]) -> list[int]:

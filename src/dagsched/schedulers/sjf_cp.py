@@ -19,7 +19,7 @@ from dagsched.model.graph import fastest_exec_s
 from dagsched.schedulers.base import register
 from dagsched.schedulers.greedy import ListScheduler
 from dagsched.schedulers.progress import remaining_critical_path_s, tail_path_s
-from dagsched.sim.engine import Decision, Simulator
+from dagsched.sim.decision import Decision, DecisionPoint
 
 
 @register
@@ -27,15 +27,15 @@ class SJFCriticalPath(ListScheduler):
     name = "sjf_cp"
     uses_seed = False
 
-    def reset(self, cp: CompiledProblem, sim: Simulator, seed: int = 0) -> None:
-        super().reset(cp, sim, seed)
+    def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:
+        super().reset(cp, dp, seed)
         self.fastest_s = fastest_exec_s(cp)
         self.tail_s = tail_path_s(cp)
         self.left_s: dict[int, float] = {}
 
-    def decide(self, sim: Simulator) -> Decision:
-        self.left_s = remaining_critical_path_s(sim, self.tail_s, self.fastest_s)
-        return super().decide(sim)
+    def decide(self, dp: DecisionPoint) -> Decision:
+        self.left_s = remaining_critical_path_s(dp, self.tail_s, self.fastest_s)
+        return super().decide(dp)
 
     def order(self, ready: list[int]) -> list[int]:
         task_wf, left, tail = self.cp.task_wf, self.left_s, self.tail_s

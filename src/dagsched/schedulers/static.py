@@ -17,36 +17,27 @@ from typing import ClassVar
 
 import numpy as np
 
+from dagsched.model.compiled import EPS as _EPS
 from dagsched.model.compiled import CompiledProblem
-from dagsched.schedulers.base import Scheduler
-from dagsched.sim.engine import DONE, READY, RUNNING, WAITING, Decision, Simulator
+from dagsched.sim.decision import DONE, READY, RUNNING, WAITING, Decision, DecisionPoint, Scheduler
 from dagsched.sim.slots import NodeTimeline
-
-_EPS = 1e-9
 
 
 class PlanState:
     """Where and when every task runs or is planned to end, for data-arrival estimates."""
 
-    def __init__(self, sim: Simulator) -> None:
-        self.sim = sim
-        self.cp = sim.cp
-        self.node = sim.node_of.copy()
-        self.finish = sim.finish_s.copy()
-        for t in sim.running:
-            self.finish[t] = sim.predicted_end_s(t)
+    def __init__(self, dp: DecisionPoint) -> None:
+        self.dp = dp
+        self.cp = dp.cp
+        self.node = dp.node_of.copy()
+        self.finish = dp.finish_s.copy()
+        for t in dp.running:
+            self.finish[t] = dp.predicted_end_s(t)
 
     def arrival_s(self, t: int) -> np.ndarray:
         """Estimated time t's inputs are on each node (parents done, running or planned)."""
         cp = self.cp
-        at = np.full(cp.n_nodes, max(float(cp.wf_submit_s[cp.task_wf[t]]), self.sim.now))
-        for k in range(cp.pred_ptr[t], cp.pred_ptr[t + 1]):
-            p = cp.pred_idx[k]
-            src = int(self.node[p])
-            arrival = self.finish[p] + cp.pred_data[k] / cp.bandwidth[src] + cp.latency_s
-            arrival[src] = self.finish[p]
-            np.maximum(at, arrival, out=at)
-        return at
+        return cp.input_arrival_s(t, self.node, self.finish, max(float(cp.wf_submit_s[cp.task_wf[t]]), self.dp.now))
 
     def place(self, t: int, nd: int, finish_s: float) -> None:
         self.node[t] = nd
@@ -54,21 +45,22 @@ class PlanState:
 
 
 def earliest_finish(
-    sim: Simulator, lines: list[NodeTimeline], t: int, arrival: np.ndarray
+    dp: DecisionPoint, lines: list[NodeTimeline], t: int, arrival: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Insertion-based (start, finish) of t on every node; inf where it cannot run or should not."""
-    m = sim.cp.n_nodes
+    m = dp.cp.n_nodes
     start = np.full(m, np.inf)
-    req = sim.request(t)
+    req = dp.request(t)
+    allowed = dp.cp.allowed
     for nd in range(m):
         line = lines[nd]
-        if not line.can_host(req):
+        if not line.can_host(req) or (allowed is not None and not allowed[t, nd]):
             continue
-        start[nd] = line.earliest_start(float(arrival[nd]), float(sim.cp.exec_s[t, nd]), req)
-    avoid = int(sim.avoid_node[t])
+        start[nd] = line.earliest_start(float(arrival[nd]), float(dp.cp.exec_s[t, nd]), req)
+    avoid = int(dp.avoid_node[t])
     if avoid >= 0 and np.isfinite(np.delete(start, avoid)).any():
         start[avoid] = np.inf  # migrated off it: elsewhere if anywhere else can take it
-    return start, start + sim.cp.exec_s[t]
+    return start, start + dp.cp.exec_s[t]
 
 
 def ready_first(cp: CompiledProblem, tasks: list[int], priority: np.ndarray) -> Iterator[int]:
@@ -112,8 +104,8 @@ class StaticPlanner(Scheduler):
     max_replans: int = 20
     replan_on_arrival: ClassVar[bool] = True
 
-    def reset(self, cp: CompiledProblem, sim: Simulator, seed: int = 0) -> None:
-        super().reset(cp, sim, seed)
+    def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:
+        super().reset(cp, dp, seed)
         self.node = np.full(cp.n_tasks, -1, dtype=np.int64)
         self.planned_start = np.full(cp.n_tasks, np.inf)
         self.planned_finish = np.full(cp.n_tasks, np.inf)
@@ -129,54 +121,54 @@ class StaticPlanner(Scheduler):
         """Per-problem precomputation (ranks); called once at reset."""
 
     @abstractmethod
-    def plan_tasks(self, sim: Simulator, tasks: list[int], lines: list[NodeTimeline], state: PlanState) -> None:
+    def plan_tasks(self, dp: DecisionPoint, tasks: list[int], lines: list[NodeTimeline], state: PlanState) -> None:
         """Place every task of `tasks` (unstarted, parents placed or in `tasks`) with `self.assign`."""
 
     def assign(self, lines: list[NodeTimeline], state: PlanState, t: int, nd: int, start: float) -> None:
         """Record t on nd from `start`, reserving its slot (an infinite `start`: no node can take t now)."""
         finish = start + float(self.cp.exec_s[t, nd])
-        lines[nd].reserve(start, finish, self._sim.request(t))
+        lines[nd].reserve(start, finish, self._dp.request(t))
         state.place(t, nd, finish)
         self.node[t] = nd
         self.planned_start[t] = start
         self.planned_finish[t] = finish
 
-    def _replan(self, sim: Simulator) -> None:
-        self._sim = sim
-        self.planned_wf = sim.submitted.copy()
-        unstarted = (sim.status == WAITING) | (sim.status == READY)
-        tasks = [int(t) for t in np.flatnonzero(unstarted & sim.submitted[sim.cp.task_wf])]
+    def _replan(self, dp: DecisionPoint) -> None:
+        self._dp = dp
+        self.planned_wf = dp.submitted.copy()
+        unstarted = (dp.status == WAITING) | (dp.status == READY)
+        tasks = [int(t) for t in np.flatnonzero(unstarted & dp.submitted[dp.cp.task_wf])]
         self.node[tasks] = -1
-        self.plan_tasks(sim, tasks, sim.node_timelines(), PlanState(sim))
-        self.queues = [[] for _ in range(sim.cp.n_nodes)]
+        self.plan_tasks(dp, tasks, dp.node_timelines(), PlanState(dp))
+        self.queues = [[] for _ in range(dp.cp.n_nodes)]
         # tasks no node can take now (the only nodes that fit are down) wait, unqueued, for a node to change
         placed = [t for t in tasks if np.isfinite(self.planned_start[t])]
         self.unplaced = len(placed) < len(tasks)
-        self.planned_up = sim.node_up.copy()
-        pos = self._topo_position(sim.cp)
+        self.planned_up = dp.node_up.copy()
+        pos = self._topo_position(dp.cp)
         # ties by topological position: a zero-length parent planned at its child's start goes first
         for t in sorted(placed, key=lambda t: (self.planned_start[t], pos[t])):
             self.queues[int(self.node[t])].append(t)
 
-    def _plan_arrivals(self, sim: Simulator) -> None:
+    def _plan_arrivals(self, dp: DecisionPoint) -> None:
         """Plan the newly submitted workflows only, around what the earlier ones have committed."""
-        self._sim = sim
-        new_wf = sim.submitted & ~self.planned_wf
-        self.planned_wf = sim.submitted.copy()
-        unstarted = (sim.status == WAITING) | (sim.status == READY)
-        tasks = [int(t) for t in np.flatnonzero(unstarted & new_wf[sim.cp.task_wf])]
-        lines = sim.node_timelines()
+        self._dp = dp
+        new_wf = dp.submitted & ~self.planned_wf
+        self.planned_wf = dp.submitted.copy()
+        unstarted = (dp.status == WAITING) | (dp.status == READY)
+        tasks = [int(t) for t in np.flatnonzero(unstarted & new_wf[dp.cp.task_wf])]
+        lines = dp.node_timelines()
         for nd, queue in enumerate(self.queues):
             for t in queue:
-                if sim.status[t] in (RUNNING, DONE):
+                if dp.status[t] in (RUNNING, DONE):
                     continue
-                start = max(float(self.planned_start[t]), sim.now)
-                lines[nd].reserve(start, start + float(self.planned_finish[t] - self.planned_start[t]), sim.request(t))
+                start = max(float(self.planned_start[t]), dp.now)
+                lines[nd].reserve(start, start + float(self.planned_finish[t] - self.planned_start[t]), dp.request(t))
         self.node[tasks] = -1
-        self.plan_tasks(sim, tasks, lines, PlanState(sim))
+        self.plan_tasks(dp, tasks, lines, PlanState(dp))
         placed = [t for t in tasks if np.isfinite(self.planned_start[t])]
         self.unplaced = self.unplaced or len(placed) < len(tasks)
-        pos = self._topo_position(sim.cp)
+        pos = self._topo_position(dp.cp)
         for nd in {int(self.node[t]) for t in placed}:
             queue = self.queues[nd] + [t for t in placed if self.node[t] == nd]
             self.queues[nd] = sorted(queue, key=lambda t: (self.planned_start[t], pos[t]))
@@ -187,54 +179,52 @@ class StaticPlanner(Scheduler):
         pos[cp.topo] = np.arange(cp.n_tasks)
         return pos
 
-    def _needs_replan(self, sim: Simulator) -> bool:
+    def _needs_replan(self, dp: DecisionPoint) -> bool:
         """Whether every unstarted task must be planned again (an arrival alone, in keep mode, need not)."""
-        if not np.array_equal(sim.submitted, self.planned_wf) and (self.replan_on_arrival or not self.planned_wf.any()):
+        if not np.array_equal(dp.submitted, self.planned_wf) and (self.replan_on_arrival or not self.planned_wf.any()):
             return True
         late = False
         for t in list(self.watch):
-            if sim.status[t] == DONE:
+            if dp.status[t] == DONE:
                 self.watch.discard(t)
                 planned = self.planned_finish[t] - self.planned_start[t]
-                late = late or sim.finish_s[t] - self.planned_finish[t] > self.replan_slack * planned + 1e-6
-            elif sim.status[t] == READY:
+                late = late or dp.finish_s[t] - self.planned_finish[t] > self.replan_slack * planned + 1e-6
+            elif dp.status[t] == READY:
                 self.watch.discard(t)
                 return True  # its node failed under it, or it was migrated: back to ready, in no queue
         for nd, queue in enumerate(self.queues):
-            if queue and not sim.node_up[nd]:
+            if queue and not dp.node_up[nd]:
                 return True
-        if self.unplaced and not np.array_equal(sim.node_up, self.planned_up):
+        if self.unplaced and not np.array_equal(dp.node_up, self.planned_up):
             return True
         return late and self.replans < self.max_replans
 
-    def decide(self, sim: Simulator) -> Decision:
-        if self._needs_replan(sim):
+    def decide(self, dp: DecisionPoint) -> Decision:
+        if self._needs_replan(dp):
             if self.planned_wf.any():
                 self.replans += 1
-            self._replan(sim)
-        elif not np.array_equal(sim.submitted, self.planned_wf):
-            self._plan_arrivals(sim)
-        free = sim.free.copy()
+            self._replan(dp)
+        elif not np.array_equal(dp.submitted, self.planned_wf):
+            self._plan_arrivals(dp)
+        free = dp.free.copy()
         assignments: list[tuple[int, int]] = []
         wake = np.inf
         for nd, queue in enumerate(self.queues):
             while queue:
                 t = queue[0]
-                if sim.status[t] in (RUNNING, DONE):
+                if dp.status[t] in (RUNNING, DONE):
                     queue.pop(0)
                     continue
-                if sim.status[t] != READY:
+                if dp.status[t] != READY:
                     break
-                req = sim.request(t)
-                ok_now = sim.node_up[nd] and sim.node_available_s[nd] <= sim.now + _EPS
-                fits = ok_now and all(free[nd, r] + _EPS >= req[r] for r in range(3))
-                arrival = sim.data_ready_s(t, nd)
-                if not fits or arrival > sim.now + _EPS:
-                    if arrival > sim.now + _EPS:
+                if not dp.can_start(t, nd, free):
+                    arrival = dp.data_ready_s(t, nd)
+                    if arrival > dp.now + _EPS:
                         wake = min(wake, arrival)
-                    elif not ok_now:
-                        wake = min(wake, float(sim.node_available_s[nd]))
+                    elif not (dp.node_up[nd] and dp.node_available_s[nd] <= dp.now + _EPS):
+                        wake = min(wake, float(dp.node_available_s[nd]))  # a down node's stale time may mask others
                     break
+                req = dp.request(t)
                 free[nd] -= req
                 assignments.append((t, nd))
                 queue.pop(0)

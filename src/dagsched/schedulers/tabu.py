@@ -23,10 +23,11 @@ import time
 
 import numpy as np
 
+from dagsched.model.compiled import data_arrival_s
 from dagsched.schedulers.base import register
 from dagsched.schedulers.heft import HEFT
 from dagsched.schedulers.static import PlanState
-from dagsched.sim.engine import Simulator
+from dagsched.sim.decision import DecisionPoint
 from dagsched.sim.slots import NodeTimeline
 
 _EPS = 1e-9  # the simulator's tolerance in fits_now
@@ -53,15 +54,15 @@ class Tabu(HEFT):
     neighbours: int = 16
     tenure: int = 7
 
-    def plan_tasks(self, sim: Simulator, tasks: list[int], lines: list[NodeTimeline], state: PlanState) -> None:
+    def plan_tasks(self, dp: DecisionPoint, tasks: list[int], lines: list[NodeTimeline], state: PlanState) -> None:
         base_lines = _clone(lines)
         base_node, base_finish = state.node.copy(), state.finish.copy()
-        super().plan_tasks(sim, tasks, _clone(lines), PlanState(sim))  # HEFT's plan: the start
+        super().plan_tasks(dp, tasks, _clone(lines), PlanState(dp))  # HEFT's plan: the start
         order = self.in_rank_order(tasks)
         if len(order) < 2 or not all(math.isfinite(self.planned_start[t]) for t in order):
-            self._commit(sim, lines, state, order, {t: int(self.node[t]) for t in order})
+            self._commit(dp, lines, state, order, {t: int(self.node[t]) for t in order})
             return
-        ev = _Evaluator(sim, base_lines, base_node, base_finish)
+        ev = _Evaluator(dp, base_lines, base_node, base_finish)
         assign = {t: int(self.node[t]) for t in order}
         hosts = {t: ev.hosts(t) for t in order}
         best_order, best_assign = list(order), dict(assign)
@@ -106,16 +107,16 @@ class Tabu(HEFT):
                 best, best_order, best_assign = current, list(order), dict(assign)
         del pos_of
         self.evaluations = getattr(self, "evaluations", 0) + ev.count
-        self._commit(sim, lines, state, best_order, best_assign)
+        self._commit(dp, lines, state, best_order, best_assign)
 
     def _commit(
-        self, sim: Simulator, lines: list[NodeTimeline], state: PlanState, order: list[int], assign: dict[int, int]
+        self, dp: DecisionPoint, lines: list[NodeTimeline], state: PlanState, order: list[int], assign: dict[int, int]
     ) -> None:
         """Place `order` on `assign` for real (the planner's timelines and plan state)."""
         for t in order:
             nd = assign[t]
             dur = float(self.cp.exec_s[t, nd])
-            req = sim.request(t)
+            req = dp.request(t)
             cap = lines[nd].cap
             fits = all(req[r] <= cap[r] + _EPS for r in range(3)) and math.isfinite(lines[nd].available_from)
             start = lines[nd].earliest_start(float(state.arrival_s(t)[nd]), dur, req) if fits else math.inf
@@ -125,9 +126,9 @@ class Tabu(HEFT):
 class _Evaluator:
     """Makespan of (order, assignment) on predicted runtimes from the live state, in plain Python."""
 
-    def __init__(self, sim: Simulator, lines: list[NodeTimeline], node: np.ndarray, finish: np.ndarray) -> None:
-        cp = sim.cp
-        self.sim, self.lines = sim, lines
+    def __init__(self, dp: DecisionPoint, lines: list[NodeTimeline], node: np.ndarray, finish: np.ndarray) -> None:
+        cp = dp.cp
+        self.dp, self.lines = dp, lines
         self.node0, self.finish0 = node.tolist(), finish.tolist()
         ptr = cp.pred_ptr.tolist()
         idx, data = cp.pred_idx.tolist(), cp.pred_data.tolist()
@@ -135,12 +136,12 @@ class _Evaluator:
             list(zip(idx[ptr[t] : ptr[t + 1]], data[ptr[t] : ptr[t + 1]], strict=True)) for t in range(cp.n_tasks)
         ]
         self.parent_sets = [set(idx[ptr[t] : ptr[t + 1]]) for t in range(cp.n_tasks)]
-        self.inv_bw = (1.0 / cp.bandwidth).tolist()
+        self.bw = cp.bandwidth.tolist()
         self.lat = float(cp.latency_s)
         self.exec = cp.exec_s.tolist()
-        self.ready0 = [max(float(cp.wf_submit_s[cp.task_wf[t]]), sim.now) for t in range(cp.n_tasks)]
-        self.req = [sim.request(t) for t in range(cp.n_tasks)]
-        self.done_max = max((f for f in self.finish0 if math.isfinite(f)), default=sim.now)
+        self.ready0 = [max(float(cp.wf_submit_s[cp.task_wf[t]]), dp.now) for t in range(cp.n_tasks)]
+        self.req = [dp.request(t) for t in range(cp.n_tasks)]
+        self.done_max = max((f for f in self.finish0 if math.isfinite(f)), default=dp.now)
         self.t0 = float(cp.wf_submit_s.min())
         self.count = 0
 
@@ -152,7 +153,7 @@ class _Evaluator:
             for nd, line in enumerate(self.lines)
             if math.isfinite(line.available_from) and all(req[r] <= line.cap[r] + _EPS for r in range(3))
         ]
-        avoid = int(self.sim.avoid_node[t])
+        avoid = int(self.dp.avoid_node[t])
         return [n for n in ok if n != avoid] if avoid in ok and len(ok) > 1 else ok
 
     def is_parent(self, a: int, b: int) -> bool:
@@ -162,14 +163,14 @@ class _Evaluator:
         self.count += 1
         lines = _clone(self.lines)
         node, finish = list(self.node0), list(self.finish0)
-        inv_bw, lat, ex = self.inv_bw, self.lat, self.exec
+        bw, lat, ex = self.bw, self.lat, self.exec
         worst = self.done_max
         for t in order:
             nd = assign[t]
             ready = self.ready0[t]
             for p, d in self.preds[t]:
                 src = node[p]
-                at = finish[p] if src == nd else finish[p] + d * inv_bw[src][nd] + lat
+                at = finish[p] if src == nd else data_arrival_s(finish[p], d, bw[src][nd], lat)
                 if at > ready:
                     ready = at
             dur = ex[t][nd]

@@ -23,7 +23,7 @@ import numpy as np
 from dagsched.model.compiled import CompiledProblem
 from dagsched.schedulers.base import Scheduler, register
 from dagsched.schedulers.progress import remaining_work, task_work
-from dagsched.sim.engine import Decision, Simulator
+from dagsched.sim.decision import Decision, DecisionPoint
 
 REMAINING_WORK_WEIGHT = 1.0
 """M: the remaining-work term's weight relative to the mean alignment score."""
@@ -34,21 +34,21 @@ class Tetris(Scheduler):
     name = "tetris"
     uses_seed = False
 
-    def reset(self, cp: CompiledProblem, sim: Simulator, seed: int = 0) -> None:
-        super().reset(cp, sim, seed)
+    def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:
+        super().reset(cp, dp, seed)
         self.work = task_work(cp)
-        cap = sim.cap
+        cap = dp.cap
         self.inv_cap = np.where((cap > 0) & np.isfinite(cap), 1.0 / np.where(cap > 0, cap, 1.0), 0.0)  # (m, 3)
 
-    def decide(self, sim: Simulator) -> Decision:
-        ready = np.asarray(sim.ready_tasks(), dtype=np.int64)
-        free = sim.free.copy()
-        ok, wake = sim.startable(ready, free)
+    def decide(self, dp: DecisionPoint) -> Decision:
+        ready = np.asarray(dp.ready_tasks(), dtype=np.int64)
+        free = dp.free.copy()
+        ok, wake = dp.startable(ready, free)
         if not ok.any():
             return Decision([], wake if np.isfinite(wake) else None)
-        req = sim.requests(ready)
+        req = dp.requests(ready)
         workflows = sorted({int(w) for w in self.cp.task_wf[ready]})
-        left = dict(zip(workflows, remaining_work(sim, self.work, workflows), strict=True))
+        left = dict(zip(workflows, remaining_work(dp, self.work, workflows), strict=True))
         srtf = -np.array([left[int(w)] for w in self.cp.task_wf[ready]])
         norm_req = req[:, None, :] * self.inv_cap[None, :, :]  # (k, m, 3)
         assignments: list[tuple[int, int]] = []

@@ -271,8 +271,8 @@ def fine_tune(policy: Any, problems: list[LoggedProblem], cfg: FinetuneConfig) -
 
 def evaluate(old: Any, new: Any, problems: list[LoggedProblem]) -> list[HeldOutResult]:
     """Greedy makespan of each policy on each problem, in the one simulator (as the service plans)."""
+    from dagsched.schedulers import simulate
     from dagsched.schedulers.drl import DRLScheduler
-    from dagsched.sim.run import simulate
 
     def makespan(policy: Any, cp: CompiledProblem) -> float:
         result = simulate(cp, DRLScheduler(policy=policy), validate=True)
@@ -303,7 +303,7 @@ def policy_version(stem: Path) -> str:
 
 def save_finetuned(policy: Any, stem: Path, version: str, lineage: dict[str, Any]) -> Path:
     """`<stem>.safetensors` + `<stem>.json`, the metadata carrying the version and where it came from."""
-    from dagsched.rl.policy import save_policy
+    from dagsched.policy.files import save_policy
 
     _, meta_path = save_policy(policy, stem)
     meta = json.loads(meta_path.read_text())
@@ -341,8 +341,8 @@ def run(
     now: float | None = None,
 ) -> Outcome:
     """Read, split, fine-tune, judge, ship (to `http` when given, else to `out`). `judge` is injectable for tests."""
-    from dagsched.rl.policy import PolicyFileError, load_policy
-    from dagsched.schedulers.drl import shipped_model_path
+    from dagsched.policy import shipped_model_path
+    from dagsched.policy.files import PolicyFileError, load_policy
 
     problems, skipped = read_logged_problems(cfg.store, cfg.environment, cfg.since_s, cfg.max_problems, now)
     train, held = split(problems, cfg.holdout)

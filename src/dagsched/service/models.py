@@ -51,15 +51,15 @@ def smoke_test(policy: Any) -> None:
     """Plan a small fixed problem with the policy; raise InputError if it cannot (non-finite output, crash)."""
     import torch
 
-    from dagsched.rl.features import FeatureBuilder
+    from dagsched.policy.features import FeatureBuilder
+    from dagsched.schedulers import simulate
     from dagsched.sim.engine import Simulator
-    from dagsched.sim.run import simulate
 
     cp = _smoke_problem()
     sim = Simulator(cp)
     sim.step()
     builder = FeatureBuilder(cp, False, 16, policy.config.history_len)
-    obs = builder.build(sim)
+    obs = builder.build(sim.decision_point())
     with torch.inference_mode():
         logits, value = policy.forward_single(obs)
     legal = torch.from_numpy(obs.action_mask())
@@ -94,14 +94,14 @@ class ModelManager:
 
     def load_path(self, stem: Path, source: str = "shipped") -> LoadedModel:
         """Load a saved policy (`<stem>.safetensors` + `<stem>.json`) and make it the serving one."""
-        from dagsched.rl.policy import PolicyFileError, load_policy
+        from dagsched.policy.files import PolicyFileError, load_policy
 
         try:
             policy = load_policy(stem)
         except PolicyFileError as err:
             raise InputError("weights", str(err)) from None
         meta = json.loads(Path(str(stem) + ".json").read_text())
-        from dagsched.rl.kernels import warm_up
+        from dagsched.policy.inference import warm_up
 
         warm_up(policy)  # compile (or load) the inference kernels now, not in the first request
         loaded = LoadedModel(policy, _version(meta), meta["sha256"], time.time(), source, meta)
@@ -145,7 +145,7 @@ class ModelManager:
             stem = staging / "policy"
             (staging / "policy.safetensors").write_bytes(weights)
             (staging / "policy.json").write_bytes(metadata)
-            from dagsched.rl.policy import PolicyFileError, load_policy
+            from dagsched.policy.files import PolicyFileError, load_policy
 
             try:
                 policy = load_policy(stem)

@@ -5,10 +5,10 @@ How a request becomes a plan:
 1. The workflow is read by `workflow_from_dict` (native or WfFormat); the request's nodes
    become the cluster, **with each node's `free` capacity as its capacity** (what is in use
    now is not ours to plan on). Nodes with no free cpu are left out, named in `rejected_nodes`.
-2. The config's filter rules are evaluated for every (node, task) pair. A pair that breaks a
-   rule gets an infinite-cost penalty in a copy of the compiled problem (so earliest-finish
-   planners never pick it) and is also dropped by a guard around the scheduler (so no policy
-   can start it). A task that no node admits makes the request impossible: 422 naming it.
+2. The config's filter rules are evaluated for every (node, task) pair. The pairs that pass
+   form the compiled problem's `allowed` matrix, which the simulator's one legality check
+   honours (no scheduler can start a forbidden pair, and no planner plans one). A task that
+   no node admits makes the request impossible: 422 naming it.
 3. The scheduler runs in `Simulator` with `SimConfig()` defaults (no noise, failures or
    stragglers: cloud mode on predictions), validated by the independent validator.
 4. The learned policy (`drl`) runs behind a breaker and a per-decision deadline; if it is
@@ -30,30 +30,29 @@ import math
 import threading
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from dagsched.io import workflow_from_dict
+from dagsched.model import EPS as _EPS
 from dagsched.model import Cluster, CompiledProblem, Node, Problem, compile_problem
 from dagsched.model.errors import InputError, parse
 from dagsched.rl.reward import RewardWeights
-from dagsched.schedulers import make_scheduler, registered_names
+from dagsched.schedulers import make_scheduler, registered_names, simulate
 from dagsched.schedulers.base import Scheduler
 from dagsched.service.config import RuntimeConfig
 from dagsched.service.rules import Rule, failing_rule
 from dagsched.service.schemas import NodeState, ScheduleRequest
 from dagsched.service.store import EncodedJSON
-from dagsched.sim.engine import Decision, Simulator
-from dagsched.sim.run import RunResult, simulate
+from dagsched.sim.decision import Decision, DecisionPoint
+from dagsched.sim.run import RunResult
 from dagsched.sim.slots import NodeTimeline
 
 log = logging.getLogger("dagsched.service")
 
-PENALTY_S = 1e12  # execution time given to (task, node) pairs a rule forbids
 EVIDENCE_TOP = 3
-_EPS = 1e-9
 
 
 class DeadlineExceeded(RuntimeError):
@@ -61,65 +60,56 @@ class DeadlineExceeded(RuntimeError):
 
 
 class Guarded(Scheduler):
-    """Wraps a scheduler: drops assignments a rule forbids; enforces a per-decision deadline."""
+    """Wraps a scheduler to enforce a per-decision deadline (the learned policy's)."""
 
-    def __init__(self, inner: Scheduler, allowed: np.ndarray, deadline_s: float | None) -> None:
+    def __init__(self, inner: Scheduler, deadline_s: float | None) -> None:
         super().__init__()
         self.inner = inner
         self.name = inner.name  # type: ignore[misc]
-        self.allowed = allowed
         self.deadline_s = deadline_s
         self.decide_s: list[float] = []
 
-    def reset(self, cp: CompiledProblem, sim: Simulator, seed: int = 0) -> None:
-        super().reset(cp, sim, seed)
-        self.inner.reset(cp, sim, seed)
+    def reset(self, cp: CompiledProblem, view: DecisionPoint, seed: int = 0) -> None:
+        super().reset(cp, view, seed)
+        self.inner.reset(cp, view, seed)
 
-    def decide(self, sim: Simulator) -> Decision:
+    def decide(self, dp: DecisionPoint) -> Decision:
         t0 = time.perf_counter()
-        d = self.inner.decide(sim)
+        d = self.inner.decide(dp)
         took = time.perf_counter() - t0
         self.decide_s.append(took)
         if self.deadline_s is not None and took > self.deadline_s:
             raise DeadlineExceeded(
                 f"a decision took {took * 1e3:.1f} ms, over the {self.deadline_s * 1e3:g} ms deadline"
             )
-        return Decision([(t, n) for t, n in d.assignments if self.allowed[t, n]], d.wake_at)
+        return d
 
 
 class FeasibleRoundRobin(Scheduler):
-    """The load-skew monitor's mode: ready tasks in index order, each to the next feasible node in a cycle."""
+    """The load-skew monitor's mode: ready tasks in index order, each to the next node in a cycle that can start it."""
 
     name = "round_robin"
 
-    def __init__(self, allowed: np.ndarray) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.allowed = allowed
         self.next_node = 0
 
-    def decide(self, sim: Simulator) -> Decision:
-        free = sim.free.copy()
-        m = sim.cp.n_nodes
+    def decide(self, dp: DecisionPoint) -> Decision:
+        free = dp.free.copy()
+        m = dp.cp.n_nodes
         out: list[tuple[int, int]] = []
-        for t in sim.ready_tasks():
-            req = np.asarray(sim.request(t))
-            arrival = sim.data_ready_all_s(t)
+        for t in dp.ready_tasks():
             for k in range(m):
                 nd = (self.next_node + k) % m
-                if (
-                    self.allowed[t, nd]
-                    and sim.node_up[nd]
-                    and np.all(free[nd] + _EPS >= req)
-                    and arrival[nd] <= sim.now + _EPS
-                ):
+                if dp.can_start(t, nd, free):
                     out.append((t, nd))
-                    free[nd] -= req
+                    free[nd] -= dp.request(t)
                     self.next_node = (nd + 1) % m
                     break
         wake = None
-        if not out and not sim.running:
-            pending = [float(sim.data_ready_all_s(t).min()) for t in sim.ready_tasks()]
-            wake = min((p for p in pending if p > sim.now), default=None)
+        if not out and not dp.running:
+            pending = [float(dp.data_ready_all_s(t).min()) for t in dp.ready_tasks()]
+            wake = min((p for p in pending if p > dp.now), default=None)
         return Decision(out, wake)
 
 
@@ -306,9 +296,7 @@ def build_problem(
             reasons = "; ".join(f"{cp.node_ids[nd]}: {why[(t, nd)]}" for nd in range(min(cp.n_nodes, 5)))
             raise InputError(f"workflow.tasks[{t}]", f"task '{task.id}' is rejected by every node ({reasons})")
     if not allowed.all():
-        exec_s = cp.exec_s.copy()
-        exec_s[~allowed] = PENALTY_S
-        cp = replace(cp, exec_s=exec_s)
+        cp = cp.with_allowed(allowed)
     return cp, allowed, why, rejected_nodes
 
 
@@ -321,15 +309,14 @@ def evidence(cp: CompiledProblem, result: RunResult, allowed: np.ndarray, why: d
         lines[a.node].reserve(a.start, a.end, (float(r[0]), float(r[1]), float(r[2])))
     cheap = cp.n_tasks * cp.n_nodes > 200_000  # large plans: contention-free estimates (one pass)
     out: dict[int, dict] = {}
+    node_of = np.full(cp.n_tasks, -1, dtype=np.int64)
+    end_of = np.zeros(cp.n_tasks)
+    for a in done.values():
+        node_of[a.task], end_of[a.task] = a.node, a.end
     for t, a in done.items():
-        arrival = np.zeros(cp.n_nodes)
-        latest_parent = 0.0
-        for k in range(cp.pred_ptr[t], cp.pred_ptr[t + 1]):
-            p = done[int(cp.pred_idx[k])]
-            latest_parent = max(latest_parent, p.end)
-            arr = p.end + cp.pred_data[k] / cp.bandwidth[p.node] + cp.latency_s
-            arr[p.node] = p.end
-            np.maximum(arrival, arr, out=arrival)
+        parents = cp.preds(t)
+        arrival = cp.input_arrival_s(t, node_of, end_of, 0.0)
+        latest_parent = float(end_of[parents].max(initial=0.0))
         req = (float(cp.req[t, 0]), float(cp.req[t, 1]), float(cp.req[t, 2]))
         alts = []
         for nd in np.flatnonzero(allowed[t]):
@@ -396,8 +383,8 @@ class Planner:
         result = simulate(cp, sched, validate=True)
         if not result.valid:
             raise RuntimeError("invalid plan: " + "; ".join(result.violations[:3]))
-        if not math.isfinite(result.metrics.makespan) or result.metrics.makespan >= PENALTY_S:
-            raise RuntimeError("the plan uses a forbidden (task, node) pair")
+        if not math.isfinite(result.metrics.makespan):
+            raise RuntimeError("the plan does not finish")
         return result
 
     def plan(self, req: ScheduleRequest, config: RuntimeConfig) -> Planned:
@@ -441,7 +428,7 @@ class Planner:
                 f"among feasible nodes ({self.skew.remaining} left)"
             )
             used = "round_robin"
-            result = self._run(cp, FeasibleRoundRobin(allowed))
+            result = self._run(cp, FeasibleRoundRobin())
             self.skew.consume(cp.n_tasks)
             self.metrics.skew_round_robin.inc(cp.n_tasks)
         elif requested == "drl":
@@ -452,7 +439,7 @@ class Planner:
                 fallback_reason = "the learned policy's breaker is open (recent failures); HEFT serves until it closes"
             else:
                 model_version = current.version
-                guarded = Guarded(self.models.scheduler(config.temperature), allowed, config.decision_deadline_ms / 1e3)
+                guarded = Guarded(self.models.scheduler(config.temperature), config.decision_deadline_ms / 1e3)
                 try:
                     result = self._run(cp, guarded)
                     inference_s = guarded.decide_s
@@ -465,7 +452,7 @@ class Planner:
                 result = None
         else:
             try:
-                result = self._run(cp, Guarded(make_scheduler(requested), allowed, None))
+                result = self._run(cp, make_scheduler(requested))
             except Exception as err:  # noqa: BLE001
                 if requested == "heft":
                     raise
@@ -475,7 +462,7 @@ class Planner:
             label = fallback_reason.split(":")[0][:60] if fallback_reason else "unknown"
             self.metrics.fallbacks.labels(reason=label).inc()
             log.warning("falling back to HEFT: %s", fallback_reason)
-            result = self._run(cp, Guarded(make_scheduler("heft"), allowed, None))
+            result = self._run(cp, make_scheduler("heft"))
             model_version = None if requested == "drl" else model_version
         self.metrics.breaker_open.set(1.0 if self.breaker.is_open() else 0.0)
 
@@ -571,7 +558,7 @@ class Planner:
         else:
             sched = make_scheduler(shadow_name)
         try:
-            result = self._run(planned.cp, Guarded(sched, planned.allowed, None))
+            result = self._run(planned.cp, sched)
         except Exception as err:  # noqa: BLE001  (a failing shadow never affects the live answer)
             log.warning("shadow %s failed: %s", shadow_name, err)
             return None

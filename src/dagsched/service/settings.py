@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from dagsched.schedulers.drl import shipped_model_path
+from dagsched.policy import shipped_model_path
 
 DEFAULT_MODEL = shipped_model_path()
 

@@ -1,36 +1,53 @@
 """The one discrete-event simulator of a cloud cluster.
 
 A flat, deterministic event loop (one heap ordered by time, named priority and a
-sequence number, as in SimPy). At each decision point the scheduler is asked for
-assignments of ready tasks to nodes; the simulator checks each one and never decides
-anything itself. Hidden truth (the noise of each attempt, future failures) lives in
-underscore attributes a scheduler must not read; `fork()` gives planners a copy of the
-mutable state that rolls forward on predicted runtimes only.
+sequence number, as in SimPy). The simulator owns the loop around each decision:
+`next_decision` advances time to the next decision point and returns a read-only
+`DecisionPoint` (`dagsched.sim.decision`); `apply` carries out the scheduler's answer,
+refusing anything illegal; `run` is that loop. The simulator never decides anything
+itself. Hidden truth (the noise of each attempt, future failures) stays in attributes
+no decision point exposes; `fork()` gives planners a copy of the mutable state that
+rolls forward on predicted runtimes only.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 import time as wallclock
 import weakref
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from dagsched.model.compiled import CompiledProblem
+from dagsched.model.compiled import EPS, CompiledProblem
+from dagsched.sim import kernels
 from dagsched.sim.config import SimConfig
+from dagsched.sim.decision import DONE, READY, RUNNING, WAITING, Decision, DecisionPoint, Scheduler
 from dagsched.sim.slots import NodeTimeline
 from dagsched.sim.trace import Attempt, Outage, Slowdown, Trace
 
-if TYPE_CHECKING:
-    from dagsched.schedulers.base import Scheduler
+__all__ = ["DONE", "READY", "RUNNING", "WAITING", "Decision", "DecisionPoint", "SchedulingError", "Simulator"]
 
 # Event kinds, in the order they are handled at the same instant.
 FINISH, FAIL, REPAIR, BOOTED, SLOW_END, SLOW_START, ARRIVAL, OVERRUN, WAKE = range(9)
 
-WAITING, READY, RUNNING, DONE = 0, 1, 2, 3
+_VIEWED = (
+    "status",
+    "node_of",
+    "start_s",
+    "finish_s",
+    "free",
+    "cap",
+    "node_up",
+    "node_available_s",
+    "slow_factor",
+    "avoid_node",
+    "submitted",
+)
+"""The state arrays a decision point shows (read-only)."""
 
 # How far past a finite horizon failures and stragglers are pre-drawn: they are drawn
 # lazily, one at a time per node, so any horizon works.
@@ -41,12 +58,12 @@ class SchedulingError(RuntimeError):
     """A scheduler asked for something the cluster cannot do, or never finished."""
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """What a scheduler wants now: start these (task, node) pairs; optionally be woken at `wake_at`."""
+class StepObserver(Protocol):
+    """Told before and after each instant the simulator steps through (the environment integrates its reward)."""
 
-    assignments: list[tuple[int, int]] = field(default_factory=list)
-    wake_at: float | None = None
+    def before_step(self, sim: Simulator) -> None: ...
+
+    def after_step(self, sim: Simulator) -> None: ...
 
 
 @dataclass(slots=True)
@@ -123,6 +140,7 @@ class Simulator:
         self.running: dict[int, _Running] = {}
         self.running_on: list[set[int]] = [set() for _ in range(m)]
         self.ready: set[int] = set()
+        self.deferred: set[int] = set()  # ready tasks a wait put aside until time moves (`defer`)
         self.submitted = np.zeros(cp.n_workflows, dtype=bool)
         self.n_done = 0
         self.n_decisions = 0
@@ -139,9 +157,12 @@ class Simulator:
         self._version = 0
         self._progress_pending = 0  # events that can unblock a waiting scheduler
         self._changed = True
+        self._asked = False  # a decision point was handed out and the stall check after it is still due
         self._wake_pending: float | None = None
         self._open_outage: dict[int, float] = {}
         self._open_slowdown: dict[int, tuple[float, float]] = {}
+        self._views: dict[str, Any] | None = None
+        self._ever_fits: npt.NDArray[np.bool_] | None = None
         self._init_randomness()
         for w in range(cp.n_workflows):
             self._push(float(cp.wf_submit_s[w]), ARRIVAL, w)
@@ -235,17 +256,7 @@ class Simulator:
         if cached is not None:
             return cached
         cp = self.cp
-        lo, hi = cp.pred_ptr[t], cp.pred_ptr[t + 1]
-        submit = float(cp.wf_submit_s[cp.task_wf[t]])
-        if hi == lo:
-            at = np.full(cp.n_nodes, submit)
-        else:
-            parents = cp.pred_idx[lo:hi]
-            src = self.node_of[parents]
-            finish = self.finish_s[parents]
-            arrival = finish[:, None] + cp.pred_data[lo:hi, None] / cp.bandwidth[src] + cp.latency_s
-            arrival[np.arange(hi - lo), src] = finish
-            at = np.maximum(arrival.max(axis=0), submit)
+        at = cp.input_arrival_s(t, self.node_of, self.finish_s, float(cp.wf_submit_s[cp.task_wf[t]]))
         at.flags.writeable = False
         if self.status[t] == READY:
             self._arrival[t] = at
@@ -271,27 +282,22 @@ class Simulator:
 
         Running tasks only release room as time goes on, so the first instant with room
         lasts: this equals `node_timelines()[n].earliest_start` before anything new is
-        planned, vectorised over requests and nodes.
+        planned, vectorised over requests and nodes (`kernels.room_times`).
         """
-        free = self.free
-        room = np.where(np.all(free[None, :, :] + 1e-9 >= req[:, None, :], axis=2), self.now, np.inf)
-        if not self.running:
-            return room
         run = np.fromiter(self.running.keys(), dtype=np.int64, count=len(self.running))
         run_node = self.node_of[run]
         run_end = np.maximum(self.start_s[run] + self.cp.exec_s[run, run_node] * self.slow_factor[run_node], self.now)
-        order = np.lexsort((run_end, run_node))
-        nodes, ends = run_node[order], run_end[order]
-        cum = np.cumsum(self.requests(run[order]), axis=0)
-        first_row = np.searchsorted(nodes, nodes, side="left")
-        before = np.where(first_row[:, None] > 0, cum[np.maximum(first_row - 1, 0)], 0.0)
-        after = free[nodes] + (cum - before)  # room on the row's node once it and the earlier rows ended
-        sat = np.all(after[None, :, :] + 1e-9 >= req[:, None, :], axis=2)
-        t_sat = np.where(sat, ends[None, :], np.inf)
-        starts = np.flatnonzero(np.r_[True, nodes[1:] != nodes[:-1]])
-        busy = nodes[starts]
-        room[:, busy] = np.minimum(room[:, busy], np.minimum.reduceat(t_sat, starts, axis=1))
-        return room
+        return kernels.room_times(self.now, req, self.free, run_node, run_end, self.requests(run))
+
+    def ever_fits(self, tasks: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """(k, m): each node's capacity could ever hold the task's request and a placement rule allows the pair."""
+        if self._ever_fits is None:
+            req = self.requests(np.arange(self.cp.n_tasks))
+            fits = np.all(self.cap[None, :, :] + EPS >= req[:, None, :], axis=2)
+            if self.cp.allowed is not None:
+                fits &= self.cp.allowed
+            self._ever_fits = fits
+        return self._ever_fits[tasks]
 
     def earliest_starts(self, tasks: list[int]) -> npt.NDArray[np.float64]:
         """Earliest start of each ready task on each node from now, shape (k, m); inf where it cannot run.
@@ -304,28 +310,26 @@ class Simulator:
         avail = np.where(self.node_up, np.maximum(self.node_available_s, self.now), np.inf)
         arrival = np.stack([self.data_ready_all_s(t) for t in tasks]) if tasks else np.zeros((0, self.cp.n_nodes))
         start = np.maximum(np.maximum(arrival, avail[None, :]), self.room_times(req))
-        can_host = np.all(req[:, None, :] <= self.cap[None, :, :] + 1e-9, axis=2)
-        return np.where(can_host, np.maximum(start, self.now), np.inf)
+        return np.where(self.ever_fits(idx), np.maximum(start, self.now), np.inf)
 
-    def fits_now(self, t: int, nd: int) -> bool:
-        """Node nd is up, booted and has t's request free now."""
+    def fits_now(self, t: int, nd: int, free: npt.NDArray[np.float64] | None = None) -> bool:
+        """Node nd is up, booted and has t's request free now (in `free`, default the live room): the scalar
+        form of `kernels.fits_numpy`, for callers placing one task at a time."""
         if not self.node_up[nd] or self.node_available_s[nd] > self.now:
             return False
         req = self.request(t)
-        f = self.free[nd]
-        eps = 1e-9
-        return bool(f[0] + eps >= req[0] and f[1] + eps >= req[1] and f[2] + eps >= req[2])
+        f = (self.free if free is None else free)[nd]
+        return bool(f[0] + EPS >= req[0] and f[1] + EPS >= req[1] and f[2] + EPS >= req[2])
 
     def fitting(self, tasks: npt.NDArray[np.int64], free: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
         """(k, m): the node is up and booted and each task's request fits its `free` room.
 
         A task migrated off a node it overran on avoids that node, unless no other node can ever host it.
         """
-        req = self.requests(tasks)
-        up = self.node_up & (self.node_available_s <= self.now + 1e-9)
-        fits = up[None, :] & np.all(free[None, :, :] + 1e-9 >= req[:, None, :], axis=2)
+        allowed = None if self.cp.allowed is None else self.cp.allowed[tasks]
+        fits = kernels.fits_numpy(self.now, self.requests(tasks), self.node_up, self.node_available_s, free, allowed)
         for i in np.flatnonzero(self.avoid_node[tasks] >= 0):
-            hosts = np.all(self.cap + 1e-9 >= req[i], axis=1) & self.node_up
+            hosts = self.ever_fits(tasks[i : i + 1])[0] & self.node_up
             if hosts.sum() > 1:
                 fits[i, self.avoid_node[tasks[i]]] = False
         return np.asarray(fits, dtype=bool)
@@ -346,9 +350,20 @@ class Simulator:
         later = fits & ~ok
         return ok, float(arrival[later].min()) if later.any() else _INF
 
-    def can_start(self, t: int, nd: int) -> bool:
-        """t is ready, nd fits it now, and its inputs are on nd."""
-        return self.status[t] == READY and self.fits_now(t, nd) and self.data_ready_s(t, nd) <= self.now + 1e-9
+    def allows(self, t: int, nd: int) -> bool:
+        """A placement rule of the problem permits task t on node nd."""
+        allowed = self.cp.allowed
+        return allowed is None or bool(allowed[t, nd])
+
+    def can_start(self, t: int, nd: int, free: npt.NDArray[np.float64] | None = None) -> bool:
+        """t is ready, allowed on nd, nd fits it now (given `free`, default the live room), and its inputs are
+        on nd: one entry of the decision point's `legal` grid."""
+        return (
+            self.status[t] == READY
+            and self.allows(t, nd)
+            and self.fits_now(t, nd, free)
+            and self.data_ready_s(t, nd) <= self.now + EPS
+        )
 
     def predicted_end_s(self, t: int) -> float:
         """When running task t is expected to end, from its prediction (never the hidden truth)."""
@@ -377,6 +392,9 @@ class Simulator:
         if self.status[t] != READY:
             state = ("waiting", "ready", "running", "done")[self.status[t]]
             raise SchedulingError(f"task '{self.cp.task_name(t)}' is {state}, not ready, at t={self.now:g}")
+        if not self.allows(t, nd):
+            name, node = self.cp.task_name(t), self.cp.node_ids[nd]
+            raise SchedulingError(f"task '{name}' may not run on node '{node}' (a placement rule forbids it)")
         if not self.fits_now(t, nd):
             name, node = self.cp.task_name(t), self.cp.node_ids[nd]
             raise SchedulingError(f"task '{name}' does not fit node '{node}' at t={self.now:g}")
@@ -389,6 +407,7 @@ class Simulator:
         self.free[nd, 1] -= req[1]
         self.free[nd, 2] -= req[2]
         self.ready.discard(t)
+        self.deferred.discard(t)
         self.status[t] = RUNNING
         self.node_of[t] = nd
         self.start_s[t] = self.now
@@ -509,39 +528,143 @@ class Simulator:
             return False
         at = self._heap[0][0]
         self.now = at
+        self.deferred.clear()  # a deferral holds for one instant
         while self._heap and self._heap[0][0] == at:
             _, kind, _, payload, version = heapq.heappop(self._heap)
             self._handle(kind, payload, version)
         return True
 
-    def decide(self, scheduler: Scheduler) -> None:
-        """Ask the scheduler at this decision point and apply its answer."""
+    # ---- the decision point ------------------------------------------------------------------
+
+    def read_only_views(self) -> dict[str, Any]:
+        """Views of the state arrays that cannot be written, made once (the arrays change in place)."""
+        if self._views is None:
+            views: dict[str, Any] = {}
+            for name in _VIEWED:
+                v = getattr(self, name).view()
+                v.flags.writeable = False
+                views[name] = v
+            self._views = views
+        return self._views
+
+    def ready_array(self) -> npt.NDArray[np.int64]:
+        """Ready tasks, ascending."""
+        return np.array(sorted(self.ready), dtype=np.int64)
+
+    def decision_point(self) -> DecisionPoint:
+        """The read-only view of now, with the shared decision rules (nothing advances); tasks deferred at this
+        instant are left out of its ready set (its wake instant still counts them)."""
+        dp = DecisionPoint(self)
+        if self.deferred:
+            dp = dp.without(np.array(sorted(self.deferred), dtype=np.int64))
+        return dp
+
+    def defer(self, tasks: npt.NDArray[np.int64]) -> None:
+        """Put ready tasks aside until time moves: a policy waited on them and is offered the ones behind."""
+        self.deferred.update(int(t) for t in tasks)
+
+    def next_decision(
+        self,
+        max_time_s: float = _INF,
+        *,
+        legal_only: bool = False,
+        must_step: bool = False,
+        observer: StepObserver | None = None,
+    ) -> DecisionPoint | None:
+        """Advance time to the next decision point and return it; None when the run is over.
+
+        The scheduler's loop (`run`): a decision point is an instant at which something changed
+        (an event, a start, a wake-up) while tasks are ready. A scheduler that saw one and started
+        nothing while nothing runs or is pending has stalled: SchedulingError.
+
+        `legal_only` (the environment's and the search planners' loop): a decision point is an
+        instant at which some ready task can start; where tasks are ready but none can start, the
+        simulator waits by itself, woken when their inputs arrive. With `must_step` it first leaves
+        the current instant (a wait). None when every task is done or nothing can move any more.
+        `observer` is told before and after each instant stepped through.
+        """
+        if legal_only:
+            return self._next_legal(must_step, observer)
+        if self._asked:
+            self._asked = False
+            self._check_stall()
+        while not self.done and self.now <= max_time_s:
+            if observer is not None:
+                observer.before_step(self)
+            if not self.step():
+                raise SchedulingError(f"scheduler '{self.trace.scheduler}' left tasks unscheduled with nothing pending")
+            if observer is not None:
+                observer.after_step(self)
+            if self.ready and self._changed:
+                self._changed = False
+                self._asked = True
+                return self.decision_point()
+            self._check_stall()
+        return None
+
+    def _check_stall(self) -> None:
+        if not self.running and not self.done and self._progress_pending == 0:
+            raise SchedulingError(
+                f"scheduler '{self.trace.scheduler}' stalled at t={self.now:g}: {len(self.ready)} ready tasks, "
+                "nothing running and nothing to wait for"
+            )
+
+    def _next_legal(self, must_step: bool, observer: StepObserver | None) -> DecisionPoint | None:
+        if must_step and self.ready:
+            self._wait_for_inputs(self.decision_point().wake_s)
+        stepped = False
+        while not self.done:
+            if stepped or not must_step:
+                dp = self.decision_point()
+                if dp.any_legal:
+                    return dp
+                if len(dp.ready):
+                    self._wait_for_inputs(dp.wake_s)
+            if not self.can_advance:
+                return None
+            if observer is not None:
+                observer.before_step(self)
+            if not self.step():
+                return None
+            if observer is not None:
+                observer.after_step(self)
+            stepped = True
+        return None
+
+    def _wait_for_inputs(self, wake_s: float) -> None:
+        """A wait at a decision point (nothing started): be woken when inputs arrive. As a decision, it counts
+        only where something changed since the last one, and it consumes that change."""
         if not self.ready or not self._changed:
             return
         self._changed = False
-        t0 = wallclock.perf_counter()
-        decision = scheduler.decide(self)
-        self.trace.decision_latency_s.append(wallclock.perf_counter() - t0)
-        self.n_decisions += 1
-        for t, nd in decision.assignments:
-            self.start(int(t), int(nd))
-        wake = decision.wake_at
-        if wake is not None and wake > self.now and (self._wake_pending is None or wake < self._wake_pending):
-            self._wake_pending = float(wake)
+        self.schedule_wake(wake_s)
+
+    def schedule_wake(self, at: float | None) -> None:
+        """Be at a decision point again at `at` (a future instant; the earliest asked for wins)."""
+        if (
+            at is not None
+            and math.isfinite(at)
+            and at > self.now
+            and (self._wake_pending is None or at < self._wake_pending)
+        ):
+            self._wake_pending = float(at)
             self._push(self._wake_pending, WAKE, 0)
 
+    def apply(self, decision: Decision) -> None:
+        """Start the decision's pairs in order (each must be legal when it starts) and note its wake-up."""
+        for t, nd in decision.assignments:
+            self.start(int(t), int(nd))
+        self.schedule_wake(decision.wake_at)
+
     def run(self, scheduler: Scheduler, max_time_s: float = _INF) -> Trace:
-        """Run to completion (or `max_time_s`) and return the trace."""
+        """Run to completion (or `max_time_s`): ask the scheduler at every decision point; return the trace."""
         self.trace.scheduler = scheduler.name
-        while not self.done and self.now <= max_time_s:
-            if not self.step():
-                raise SchedulingError(f"scheduler '{scheduler.name}' left tasks unscheduled with nothing pending")
-            self.decide(scheduler)
-            if not self.running and not self.done and self._progress_pending == 0:
-                raise SchedulingError(
-                    f"scheduler '{scheduler.name}' stalled at t={self.now:g}: {len(self.ready)} ready tasks, "
-                    "nothing running and nothing to wait for"
-                )
+        while (dp := self.next_decision(max_time_s)) is not None:
+            t0 = wallclock.perf_counter()
+            decision = scheduler.decide(dp)
+            self.trace.decision_latency_s.append(wallclock.perf_counter() - t0)
+            self.n_decisions += 1
+            self.apply(decision)
         self._close_open_records()
         return self.trace
 
@@ -607,6 +730,10 @@ class Simulator:
         f._open_outage = {}
         f._open_slowdown = {}
         f._changed = True
+        f._asked = False
+        f._views = None
+        f._ever_fits = self._ever_fits
+        f.deferred = set()  # a deferral is the caller's, at the live instant
         f._wake_pending = None
         f._heap = []
         f._seq = 0

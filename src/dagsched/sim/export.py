@@ -70,20 +70,22 @@ def write_trace(cp: CompiledProblem, trace: Trace, path: Path, metrics: Metrics 
         path.write_text(json.dumps(trace_document(cp, trace, metrics), indent=1))
 
 
-def write_gantt(cp: CompiledProblem, trace: Trace, path: Path, title: str | None = None) -> None:
-    """A Gantt chart: one row per node, one bar per attempt (failed ones hatched), outages shaded."""
-    import matplotlib
-
-    matplotlib.use("Agg")
+def draw_gantt(ax: Any, cp: CompiledProblem, trace: Trace, nodes: list[int] | None = None) -> list[int]:
+    """The one Gantt plotter: one row per node, one bar per attempt (failed or stopped ones hatched and pale),
+    outages shaded red; bars coloured by workflow when there are several, else by task; task names on bars wide
+    enough to hold them in problems of up to 60 tasks. `nodes` are the rows (default every node used); returns
+    them."""
     import matplotlib.pyplot as plt
 
-    used = sorted({a.node for a in trace.attempts} | {o.node for o in trace.outages})
+    used = nodes if nodes is not None else sorted({a.node for a in trace.attempts} | {o.node for o in trace.outages})
     row = {nd: i for i, nd in enumerate(used)}
-    height = max(2.5, 0.35 * len(used) + 1.2)
-    fig, ax = plt.subplots(figsize=(11, height))
     cmap = plt.get_cmap("tab20")
+    horizon = max((a.end for a in trace.attempts), default=1.0) or 1.0
     for a in trace.attempts:
+        if a.node not in row:
+            continue
         colour = cmap(int(cp.task_wf[a.task]) % 20) if cp.n_workflows > 1 else cmap(a.task % 20)
+        done = a.outcome == "done"
         ax.barh(
             row[a.node],
             a.end - a.start,
@@ -92,20 +94,33 @@ def write_gantt(cp: CompiledProblem, trace: Trace, path: Path, title: str | None
             color=colour,
             edgecolor="black",
             linewidth=0.3,
-            hatch="//" if a.outcome != "done" else None,
-            alpha=0.9 if a.outcome == "done" else 0.5,
+            hatch=None if done else "//",
+            alpha=0.9 if done else 0.5,
         )
-        if len(trace.attempts) <= 60:
-            ax.text((a.start + a.end) / 2, row[a.node], cp.task_ids[a.task], ha="center", va="center", fontsize=6)
-    horizon = max((a.end for a in trace.attempts), default=1.0)
+        if cp.n_tasks <= 60 and a.end - a.start > 0.04 * horizon:
+            ax.text((a.start + a.end) / 2, row[a.node], cp.task_ids[a.task][:8], ha="center", va="center", fontsize=5)
     for o in trace.outages:
-        end = min(o.end, horizon)
-        ax.barh(row[o.node], end - o.start, left=o.start, height=0.9, color="red", alpha=0.2)
+        if o.node in row:
+            ax.barh(row[o.node], min(o.end, horizon) - o.start, left=o.start, height=0.9, color="red", alpha=0.2)
     ax.set_yticks(range(len(used)))
-    ax.set_yticklabels([cp.node_ids[nd] for nd in used], fontsize=7)
+    ax.set_yticklabels([cp.node_ids[nd] for nd in used], fontsize=6)
+    ax.invert_yaxis()
+    return used
+
+
+def write_gantt(cp: CompiledProblem, trace: Trace, path: Path, title: str | None = None) -> None:
+    """A Gantt chart of one run as a PNG (`draw_gantt`), titled with its scheduler, seed and makespan."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    used = sorted({a.node for a in trace.attempts} | {o.node for o in trace.outages})
+    fig, ax = plt.subplots(figsize=(11, max(2.5, 0.35 * len(used) + 1.2)))
+    draw_gantt(ax, cp, trace, used)
+    horizon = max((a.end for a in trace.attempts), default=1.0)
     ax.set_xlabel("time (s)")
     ax.set_title(title or f"{trace.scheduler} (seed {trace.seed}): makespan {horizon:.1f} s")
-    ax.invert_yaxis()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

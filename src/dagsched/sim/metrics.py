@@ -38,7 +38,8 @@ class Metrics:
 
 def lower_bound_s(cp: CompiledProblem, classic: bool) -> float:
     """max(critical path on the fastest node with free transfers, total work / total capacity)."""
-    fastest = cp.exec_s.min(axis=1)
+    exec_s = cp.exec_s if cp.allowed is None else np.where(cp.allowed, cp.exec_s, np.inf)  # placement rules
+    fastest = exec_s.min(axis=1)
     # makespan counts from the first submission, so the bound does too
     path = float(np.max(cp.wf_submit_s - cp.wf_submit_s.min() + longest_path_s(cp, fastest)))
     has_costs = any(t.costs for wf in cp.problem.workflows for t in wf.tasks)
@@ -46,7 +47,7 @@ def lower_bound_s(cp: CompiledProblem, classic: bool) -> float:
     cpu_cap = np.ones(cp.n_nodes) if classic else cp.cap[:, 0]
     if has_costs:
         # unrelated machines: every task holds some node for at least its cheapest share
-        share = cp.exec_s * (cpu_req[:, None] / cpu_cap[None, :])
+        share = exec_s * (cpu_req[:, None] / cpu_cap[None, :])
         work = float(share.min(axis=1).sum()) / cp.n_nodes
     else:
         work = float((cp.runtime_s * cpu_req).sum() / (cp.speed * cpu_cap).sum())

@@ -1,12 +1,15 @@
-"""Run one scheduler on one problem: the path the CLI, benchmark and service all share."""
+"""Run one scheduler on one problem: the path the CLI, benchmark and service all share.
+
+By name: `dagsched.schedulers.simulate` resolves a registered scheduler and calls this.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from dagsched.model.compiled import CompiledProblem
-from dagsched.schedulers.base import Scheduler, make_scheduler
 from dagsched.sim.config import SimConfig
+from dagsched.sim.decision import Scheduler
 from dagsched.sim.engine import Simulator
 from dagsched.sim.metrics import Metrics, compute_metrics
 from dagsched.sim.trace import Trace
@@ -22,17 +25,16 @@ class RunResult:
 
 def simulate(
     cp: CompiledProblem,
-    scheduler: Scheduler | str,
+    scheduler: Scheduler,
     config: SimConfig | None = None,
     seed: int = 0,
     validate: bool = True,
 ) -> RunResult:
     """Simulate `scheduler` on `cp` with hidden randomness drawn from `seed`; validate the trace."""
     config = config or SimConfig()
-    sched = make_scheduler(scheduler) if isinstance(scheduler, str) else scheduler
     sim = Simulator(cp, config, seed)
-    sched.reset(cp, sim, seed)
-    trace = sim.run(sched)
+    scheduler.reset(cp, sim.decision_point(), seed)
+    trace = sim.run(scheduler)
     violations: list[str] = []
     if validate:
         from dagsched.sim.validate import validate_trace

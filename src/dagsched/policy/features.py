@@ -1,8 +1,8 @@
 """Observation features of one scheduling state, vectorised with numpy.
 
 A `FeatureBuilder` is made once per run from the compiled problem (static per-task
-features, ranks and the time scale are computed there) and then turns the live
-simulator into an `Observation` at each decision point. The observation has the
+features, ranks and the time scale are computed there) and then turns each
+`DecisionPoint` into an `Observation`. The observation has the
 problem's exact sizes; the environment pads it to fixed shapes, while the policy's
 fast path uses it as it is. `FeatureBuilder.decision` gives the same numbers less what
 the DRL scheduler's inference path never reads (static task columns, pair features of
@@ -20,9 +20,10 @@ from 2 to 128 nodes:
   start time is the clip value, with a 0 in its `fits` flag).
 
 Candidate pruning: of the ready tasks at most `max_candidates` (K) are offered per
-decision: those that can start on some node now first, then by decreasing upward rank
-(HEFT's priority), then by topological position. So "no legal pair among the
-candidates" means "no ready task can start anywhere now".
+decision (`DecisionPoint.window` with HEFT's upward rank as the priority): those that can
+start on some node now first, then by decreasing upward rank, then by topological
+position. So "no legal pair among the candidates" means "no ready task can start anywhere
+now". Legality, the wait rule and the room estimates are the decision point's.
 
 Change `FEATURE_VERSION` whenever a feature's meaning, order or normalisation changes:
 saved policies record it and refuse to load against another.
@@ -35,19 +36,25 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
+from dagsched.model.compiled import EPS as _EPS
 from dagsched.model.compiled import CompiledProblem
 from dagsched.model.graph import default_deadlines_s
-from dagsched.rl import kernels
-from dagsched.schedulers.ranks import downward_rank, mean_comm_pred_s, mean_comm_succ_s, mean_exec_s, upward_rank
-from dagsched.sim.engine import DONE, Simulator
+from dagsched.model.ranks import (
+    downward_rank,
+    longest_to_exit_s,
+    mean_comm_pred_s,
+    mean_comm_succ_s,
+    mean_exec_s,
+    upward_rank,
+)
+from dagsched.policy import kernels
+from dagsched.sim.decision import DONE, DecisionPoint
 
 FEATURE_VERSION = 1
 """Bump on any change to the features below (names, order, normalisation)."""
 
 FEATURE_CLIP = 10.0
 """Every feature lies in [-FEATURE_CLIP, FEATURE_CLIP]."""
-
-_EPS = 1e-9  # the simulator's own tolerance in fits_now / can_start
 
 TASK_STATIC = (
     "runtime",  # mean predicted execution time over nodes / scale
@@ -99,7 +106,7 @@ PAIR_FEATURES = (
     "exec",  # execution time on this node / scale
     "data_wait",  # time until its inputs are on this node / scale
     "transfer_share",  # share of its input bytes that must cross the network to reach this node
-    "can_start",  # 1 if sim.can_start(task, node) now
+    "can_start",  # 1 if dp.can_start(task, node) now
     "eft_gap",  # est_finish - the best est_finish of this task over nodes / scale
     "room_wait",  # time until this node has the task's request free / scale
     "cost",  # execution time x price, relative to the task's most expensive feasible node
@@ -151,7 +158,7 @@ class Observation:
     candidates: IntArray  # (k,) task indices offered
     pair_x: npt.NDArray[np.float32]  # (k, m, len(PAIR_FEATURES))
     global_x: npt.NDArray[np.float32]  # (len(GLOBAL_FEATURES),)
-    legal: BoolArray  # (k, m): sim.can_start(candidates[i], node)
+    legal: BoolArray  # (k, m): dp.can_start(candidates[i], node)
     wait_legal: bool
     wake_s: float  # earliest future instant a ready task's inputs reach a node that could hold it (inf: none)
     est_start_s: FloatArray  # (k, m) estimated start of each candidate on each node, seconds (inf: cannot)
@@ -168,20 +175,6 @@ class Observation:
     def action_mask(self) -> BoolArray:
         """Legal actions in the unpadded layout: k * m pairs, then wait."""
         return np.concatenate([self.legal.reshape(-1), [self.wait_legal]])
-
-
-@dataclass(frozen=True)
-class ReadyState:
-    """The cheap part of a decision state: which ready tasks can start where now."""
-
-    ready: IntArray  # (R,) ready tasks, ascending
-    arrival_s: FloatArray  # (R, m) when their inputs are on each node
-    legal: BoolArray  # (R, m) sim.can_start
-    wake_s: float  # earliest future instant a ready task's inputs reach a node that is up and could hold it
-
-    @property
-    def any_legal(self) -> bool:
-        return bool(self.legal.any())
 
 
 @dataclass(frozen=True)
@@ -244,26 +237,12 @@ class _PairTimes:
         )
 
 
-def _longest_to_exit(cp: CompiledProblem, time_s: FloatArray) -> FloatArray:
-    """Longest path of `time_s` from each task's start to an exit task, transfers free."""
-    ptr, idx = cp.succ_ptr.tolist(), cp.succ_idx.tolist()
-    w = time_s.tolist()
-    out = [0.0] * cp.n_tasks
-    for t in cp.topo[::-1].tolist():
-        tail = 0.0
-        for s in idx[ptr[t] : ptr[t + 1]]:
-            if out[s] > tail:
-                tail = out[s]
-        out[t] = w[t] + tail
-    return np.asarray(out, dtype=np.float64)
-
-
 class FeatureBuilder:
     """Builds observations of one run of `cp`; make a new one per run (it keeps a short history).
 
     `classic` must match the simulator's mode (requests are one slot per task there).
-    `compiled` (default: when numba is there) runs `ready_state` and `decision` as the kernels of
-    `dagsched.rl.kernels`, which give the same numbers to the bit; `build` is numpy either way.
+    `compiled` (default: when numba is there) runs `decision` as the kernel of
+    `dagsched.policy.kernels`, which gives the same numbers to the bit; `build` is numpy either way.
     """
 
     def __init__(
@@ -296,7 +275,7 @@ class FeatureBuilder:
         w = mean_exec_s(cp)
         self.rank_u = upward_rank(cp)
         rank_d = downward_rank(cp)
-        self.rank_fast = _longest_to_exit(cp, cp.exec_s.min(axis=1))
+        self.rank_fast = longest_to_exit_s(cp, cp.exec_s.min(axis=1))
         cpu_cap = self.cap[:, 0].sum()
         self.work_share_s = w * self.req[:, 0] / cpu_cap  # each task's share of the cluster's cpu time
         scale = max(float(self.rank_u.max(initial=0.0)), float(self.work_share_s.sum()))
@@ -308,6 +287,8 @@ class FeatureBuilder:
         pos[cp.topo] = np.arange(n)
         self.topo_pos = pos
         self.ever_fits = np.all(self.cap[None, :, :] + _EPS >= self.req[:, None, :], axis=2)  # (n, m)
+        if cp.allowed is not None:  # a placement rule forbids the pair: never a start there
+            self.ever_fits &= cp.allowed
 
         s = self.scale_s
         n_par = np.diff(cp.pred_ptr).astype(np.float64)
@@ -350,8 +331,6 @@ class FeatureBuilder:
         self._hist_at = -np.inf
         self._opened = np.zeros(m, dtype=bool)
         self._attempts_seen = 0
-        self._arrival = np.zeros((n, m))
-        self._arrival_known = np.zeros(n, dtype=bool)
         self.compiled = kernels.AVAILABLE if compiled is None else compiled and kernels.AVAILABLE
         # the decision kernel's constants: t0, (n_done), log1p(n) / 8, log1p(m) / 5, cpu capacity (numpy's sum)
         self._global_const = np.array(
@@ -359,80 +338,37 @@ class FeatureBuilder:
         )
         self._price = np.ascontiguousarray(cp.price_per_hour, dtype=np.float64)
 
-    # ---- the cheap part: who can start where ------------------------------------------
-
-    def ready_state(self, sim: Simulator) -> ReadyState:
-        """Ready tasks, their data-arrival times and legal nodes (exactly sim.can_start), and the next wake."""
-        m = self.cp.n_nodes
-        ready = np.fromiter(sorted(sim.ready), dtype=np.int64, count=len(sim.ready))
-        if len(ready) == 0:
-            empty = np.zeros((0, m), dtype=bool)
-            return ReadyState(ready, np.zeros((0, m)), empty, np.inf)
-        now = sim.now
-        # a ready task's arrival vector never changes (its parents are done), so rows are kept once seen
-        fresh = ready[~self._arrival_known[ready]]
-        for t in fresh.tolist():
-            self._arrival[t] = sim.data_ready_all_s(t)
-        self._arrival_known[fresh] = True
-        if self.compiled:
-            arrival, legal, wake = kernels.ready_kernel(
-                now,
-                ready,
-                self._arrival,
-                self.req,
-                self.classic,
-                self.ever_fits,
-                sim.node_up,
-                sim.node_available_s,
-                sim.free,
-            )
-            return ReadyState(ready, arrival, legal, float(wake))
-        arrival = self._arrival[ready]
-        node_ok = sim.node_up & ~(sim.node_available_s > now)
-        req, free = self.req[ready], sim.free
-        legal = (arrival <= now + _EPS) & node_ok[None, :]
-        legal &= free[None, :, 0] + _EPS >= req[:, None, 0]
-        if not self.classic:  # classic requests are one cpu slot; memory and gpus are unlimited
-            legal &= free[None, :, 1] + _EPS >= req[:, None, 1]
-            legal &= free[None, :, 2] + _EPS >= req[:, None, 2]
-        future = arrival > now + _EPS
-        if future.any():
-            future &= self.ever_fits[ready] & sim.node_up[None, :]
-        wake = float(arrival[future].min()) if future.any() else np.inf
-        return ReadyState(ready, arrival, legal, wake)
-
     # ---- the full observation -------------------------------------------------------------
 
-    def build(self, sim: Simulator, rs: ReadyState | None = None) -> Observation:
-        """The observation of `sim` now (pass the `ready_state` already computed at this instant, if any)."""
-        rs = rs if rs is not None else self.ready_state(sim)
+    def build(self, dp: DecisionPoint) -> Observation:
+        """The observation of the decision point."""
         n, m = self.cp.n_tasks, self.cp.n_nodes
-        cands, legal, arrival = self._candidates(rs)
+        cands, legal, arrival = self._candidates(dp)
         k = len(cands)
-        run, run_node, run_end = self._running(sim)
+        run, run_node, run_end = self._running(dp)
 
         x = np.empty((n, len(TASK_FEATURES)), dtype=np.float32)
         x[:, : len(TASK_STATIC)] = self.task_static
-        x[:, len(TASK_STATIC) :] = self._task_dynamic(sim, cands, run, run_end)
-        node_x, util, up_now, used_cpu = self._nodes(sim, run_node, run_end)
-        hist = self._history(sim.now, util)
+        x[:, len(TASK_STATIC) :] = self._task_dynamic(dp, cands, run, run_end)
+        node_x, util, up_now, used_cpu = self._nodes(dp, run_node, run_end)
+        hist = self._history(dp.now, util)
 
         pair_x = np.zeros((k, m, len(PAIR_FEATURES)), dtype=np.float32)
         est_start = est_finish = np.zeros((k, m))
         if k:
             with np.errstate(invalid="ignore"):  # inf - inf where a node can never take a task: clipped below
-                times = self._pair_times(sim, cands, arrival)
+                times = self._pair_times(dp, cands, arrival)
                 est_start, est_finish = times.start, times.finish
                 pair_x = self._pair_columns(
-                    sim,
+                    dp,
                     times,
                     legal.astype(np.float64),
                     arrival,
-                    self._transfer_share(sim, cands),
+                    self._transfer_share(dp, cands),
                     times.best[:, None],
                     times.avail[None, :],
                     times.cost_max[:, None],
-                    (sim.avoid_node[cands][:, None] == np.arange(m)[None, :]),
+                    (dp.avoid_node[cands][:, None] == np.arange(m)[None, :]),
                 )
         return Observation(
             task_x=x,
@@ -441,26 +377,25 @@ class FeatureBuilder:
             node_history=hist,
             candidates=cands,
             pair_x=pair_x,
-            global_x=self._global(sim, rs, run, up_now, used_cpu),
+            global_x=self._global(dp, run, up_now, used_cpu),
             legal=legal,
-            wait_legal=self._wait_legal(sim, legal, est_finish),
-            wake_s=rs.wake_s,
+            wait_legal=dp.wait_legal(legal, est_finish),
+            wake_s=dp.wake_s,
             est_start_s=est_start,
             est_finish_s=est_finish,
         )
 
-    def decision(self, sim: Simulator, rs: ReadyState | None = None) -> DecisionInputs:
+    def decision(self, dp: DecisionPoint) -> DecisionInputs:
         """What the policy's inference path reads now: `build`'s numbers less the static task columns and
         the pair features of illegal pairs (see `DecisionInputs`). Same side effects on the history as `build`."""
-        rs = rs if rs is not None else self.ready_state(sim)
         if self.compiled:
-            return self._decision_compiled(sim, rs)
+            return self._decision_compiled(dp)
         m = self.cp.n_nodes
-        cands, legal, arrival = self._candidates(rs)
-        run, run_node, run_end = self._running(sim)
-        task_dyn = self._task_dynamic(sim, cands, run, run_end)
-        node_x, util, up_now, used_cpu = self._nodes(sim, run_node, run_end)
-        hist = self._history(sim.now, util)
+        cands, legal, arrival = self._candidates(dp)
+        run, run_node, run_end = self._running(dp)
+        task_dyn = self._task_dynamic(dp, cands, run, run_end)
+        node_x, util, up_now, used_cpu = self._nodes(dp, run_node, run_end)
+        hist = self._history(dp.now, util)
 
         flat = np.flatnonzero(legal)
         rows, cols = np.divmod(flat, m)
@@ -468,13 +403,13 @@ class FeatureBuilder:
         est_finish = np.zeros((len(cands), m))
         if len(cands):
             with np.errstate(invalid="ignore"):  # as in build
-                times = self._pair_times(sim, cands, arrival)
+                times = self._pair_times(dp, cands, arrival)
                 est_finish = times.finish
                 if len(flat):
                     t = cands[rows]
-                    share = self._transfer_share(sim, cands)[rows, cols]
+                    share = self._transfer_share(dp, cands)[rows, cols]
                     pair_x = self._pair_columns(
-                        sim,
+                        dp,
                         times.at(rows, cols),
                         np.ones(len(flat)),
                         arrival[rows, cols],
@@ -482,7 +417,7 @@ class FeatureBuilder:
                         times.best[rows],
                         times.avail[cols],
                         times.cost_max[rows],
-                        sim.avoid_node[t] == cols,
+                        dp.avoid_node[t] == cols,
                     )
         return DecisionInputs(
             task_dyn=task_dyn,
@@ -492,32 +427,32 @@ class FeatureBuilder:
             legal=legal,
             legal_pairs=flat,
             pair_x=pair_x,
-            global_x=self._global(sim, rs, run, up_now, used_cpu),
-            wait_legal=self._wait_legal(sim, legal, est_finish),
-            wake_s=rs.wake_s,
+            global_x=self._global(dp, run, up_now, used_cpu),
+            wait_legal=dp.wait_legal(legal, est_finish),
+            wake_s=dp.wake_s,
         )
 
-    def _decision_compiled(self, sim: Simulator, rs: ReadyState) -> DecisionInputs:
+    def _decision_compiled(self, dp: DecisionPoint) -> DecisionInputs:
         """`decision` as one call of `kernels.decision_kernel` (same numbers to the bit)."""
         cp = self.cp
-        run = np.fromiter(sim.running.keys(), dtype=np.int64, count=len(sim.running))
-        self._note_attempts(sim)
-        self._global_const[1] = float(sim.n_done)
+        run = np.array(dp.running, dtype=np.int64)
+        self._note_attempts(dp)
+        self._global_const[1] = float(dp.n_done)
         task_dyn, node_x, util, cands, legal, flat, pair_x, global_x, wait_legal = kernels.decision_kernel(
-            sim.now,
+            dp.now,
             self.scale_s,
-            rs.ready,
-            rs.arrival_s,
-            rs.legal,
+            dp.ready,
+            dp.arrival_s,
+            dp.legal,
             self.max_candidates,
             self.rank_u,
             self.topo_pos,
-            sim.status,
+            dp.status,
             run,
-            sim.node_of,
-            sim.start_s,
+            dp.node_of,
+            dp.start_s,
             cp.exec_s,
-            sim.slow_factor,
+            dp.slow_factor,
             self.req,
             self.req[run],
             self.classic,
@@ -528,55 +463,53 @@ class FeatureBuilder:
             self.submit_s,
             self.deadline_s,
             self.ever_fits,
-            sim.node_up,
-            sim.node_available_s,
-            sim.free,
+            dp.node_up,
+            dp.node_available_s,
+            dp.free,
             self._price,
             cp.pred_ptr,
             cp.pred_idx,
             cp.pred_data,
-            sim.avoid_node,
+            dp.avoid_node,
             self.rank_fast,
             self.work_share_s,
             self._global_const,
-            sim.can_advance,
-            sim.done,
+            dp.can_wait,
         )
         return DecisionInputs(
             task_dyn=task_dyn,
             node_x=node_x,
-            node_history=self._history(sim.now, util),
+            node_history=self._history(dp.now, util),
             candidates=cands,
             legal=legal,
             legal_pairs=flat,
             pair_x=pair_x,
             global_x=global_x,
             wait_legal=bool(wait_legal),
-            wake_s=rs.wake_s,
+            wake_s=dp.wake_s,
         )
 
     # ---- parts of a decision state ------------------------------------------------------
 
-    def _candidates(self, rs: ReadyState) -> tuple[IntArray, BoolArray, FloatArray]:
-        """Offered tasks (startable first, then upward rank, then topological position), their legal rows, arrivals."""
-        startable = rs.legal.any(axis=1)
-        order = np.lexsort((self.topo_pos[rs.ready], -self.rank_u[rs.ready], ~startable))[: self.max_candidates]
-        return rs.ready[order], rs.legal[order], rs.arrival_s[order]
+    def _candidates(self, dp: DecisionPoint) -> tuple[IntArray, BoolArray, FloatArray]:
+        """Offered tasks (the decision point's window by upward rank), their legal rows, arrivals."""
+        order = dp.window(self.rank_u, self.topo_pos, self.max_candidates, compiled=False)
+        return dp.ready[order], dp.legal[order], dp.arrival_s[order]
 
-    def _running(self, sim: Simulator) -> tuple[IntArray, IntArray, FloatArray]:
-        """Running tasks, their nodes and predicted ends (the view sim.predicted_end_s gives, vectorised)."""
-        run = np.fromiter(sim.running.keys(), dtype=np.int64, count=len(sim.running))
-        run_node = sim.node_of[run]
-        run_end = np.maximum(sim.start_s[run] + self.cp.exec_s[run, run_node] * sim.slow_factor[run_node], sim.now)
+    def _running(self, dp: DecisionPoint) -> tuple[IntArray, IntArray, FloatArray]:
+        """Running tasks, their nodes and predicted ends (the view dp.predicted_end_s gives, vectorised)."""
+        run = np.array(dp.running, dtype=np.int64)
+        run_node = dp.node_of[run]
+        run_end = np.maximum(dp.start_s[run] + self.cp.exec_s[run, run_node] * dp.slow_factor[run_node], dp.now)
         return run, run_node, run_end
 
     def _task_dynamic(
-        self, sim: Simulator, cands: IntArray, run: IntArray, run_end: FloatArray
+        self, dp: DecisionPoint, cands: IntArray, run: IntArray, run_end: FloatArray
     ) -> npt.NDArray[np.float32]:
         """The TASK_DYNAMIC columns of every task, (n, 8)."""
-        n, s, now = self.cp.n_tasks, self.scale_s, sim.now
+        n, s, now = self.cp.n_tasks, self.scale_s, dp.now
         out = np.empty((n, len(TASK_DYNAMIC)), dtype=np.float32)
-        out[:, :4] = _STATE_ONE_HOT[sim.status]
+        out[:, :4] = _STATE_ONE_HOT[dp.status]
         cand_flag = np.zeros(n)
         cand_flag[cands] = 1.0
         remaining = np.zeros(n)
@@ -593,25 +526,25 @@ class FeatureBuilder:
         return out
 
     def _nodes(
-        self, sim: Simulator, run_node: IntArray, run_end: FloatArray
+        self, dp: DecisionPoint, run_node: IntArray, run_end: FloatArray
     ) -> tuple[npt.NDArray[np.float32], FloatArray, BoolArray, FloatArray]:
         """Node features (m, F_n), and the cpu utilisation, up-now flags and used cpu they came from."""
-        m, s, now, clip = self.cp.n_nodes, self.scale_s, sim.now, FEATURE_CLIP
+        m, s, now, clip = self.cp.n_nodes, self.scale_s, dp.now, FEATURE_CLIP
         cpu_cap = self.cap[:, 0]
-        used_cpu = cpu_cap - sim.free[:, 0]
+        used_cpu = cpu_cap - dp.free[:, 0]
         util = used_cpu / cpu_cap
-        up_now = sim.node_up & ~(sim.node_available_s > now)
-        boot_wait = np.where(sim.node_up, np.maximum(sim.node_available_s - now, 0.0) / s, clip)
+        up_now = dp.node_up & ~(dp.node_available_s > now)
+        boot_wait = np.where(dp.node_up, np.maximum(dp.node_available_s - now, 0.0) / s, clip)
         busy_until = np.zeros(m)
         if len(run_node):
             np.maximum.at(busy_until, run_node, (run_end - now) / s)
         n_running = np.bincount(run_node, minlength=m).astype(np.float64)
-        self._note_opened(sim, run_node)
+        self._note_opened(dp, run_node)
         free_feat = np.zeros((m, 3))
         if self.classic:
-            free_feat[:, 0] = sim.free[:, 0]
+            free_feat[:, 0] = dp.free[:, 0]
         else:
-            free_feat = sim.free / self.cap_norm
+            free_feat = dp.free / self.cap_norm
         nodes = np.column_stack(
             [
                 free_feat,
@@ -627,15 +560,15 @@ class FeatureBuilder:
         return np.clip(nodes, -clip, clip).astype(np.float32), util, up_now, used_cpu
 
     def _global(
-        self, sim: Simulator, rs: ReadyState, run: IntArray, up_now: BoolArray, used_cpu: FloatArray
+        self, dp: DecisionPoint, run: IntArray, up_now: BoolArray, used_cpu: FloatArray
     ) -> npt.NDArray[np.float32]:
         s, n_f = self.scale_s, float(self.cp.n_tasks)
-        not_done = sim.status != DONE
+        not_done = dp.status != DONE
         glob = np.array(
             [
-                (sim.now - self.t0_s) / s,
-                float(sim.n_done) / n_f,
-                len(rs.ready) / n_f,
+                (dp.now - self.t0_s) / s,
+                float(dp.n_done) / n_f,
+                len(dp.ready) / n_f,
                 len(run) / n_f,
                 np.log1p(n_f) / 8.0,
                 np.log1p(float(self.cp.n_nodes)) / 5.0,
@@ -647,26 +580,15 @@ class FeatureBuilder:
         )
         return np.clip(glob, -FEATURE_CLIP, FEATURE_CLIP).astype(np.float32)
 
-    @staticmethod
-    def _wait_legal(sim: Simulator, legal: BoolArray, est_finish: FloatArray) -> bool:
-        """Wait is legal only where time can advance and waiting can help (a later pair finishes sooner)."""
-        any_legal = bool(legal.any())
-        helpful = False
-        if any_legal:
-            best_legal = np.where(legal, est_finish, np.inf).min(axis=1)
-            best_later = np.where(~legal, est_finish, np.inf).min(axis=1)
-            helpful = bool(np.any(legal.any(axis=1) & (best_later < best_legal - _EPS)))
-        return sim.can_advance and (not any_legal or helpful) and not sim.done
-
     # ---- helpers ----------------------------------------------------------------------
 
-    def _pair_times(self, sim: Simulator, cands: IntArray, arrival: FloatArray) -> _PairTimes:
+    def _pair_times(self, dp: DecisionPoint, cands: IntArray, arrival: FloatArray) -> _PairTimes:
         """Estimated start and finish (k, m) of the candidates on every node, and what the pair features need."""
-        cp, now = self.cp, sim.now
+        cp, now = self.cp, dp.now
         req = self.req[cands]
-        room_s = sim.room_times(req)  # (k, m)
-        avail = np.where(sim.node_up, np.maximum(sim.node_available_s, now), np.inf)
-        fits = self.ever_fits[cands] & sim.node_up[None, :]
+        room_s = dp.room_times(req)  # (k, m)
+        avail = np.where(dp.node_up, np.maximum(dp.node_available_s, now), np.inf)
+        fits = self.ever_fits[cands] & dp.node_up[None, :]
         start = np.maximum(np.maximum(arrival, avail[None, :]), room_s)
         start = np.where(fits, np.maximum(start, now), np.inf)
         exec_s = cp.exec_s[cands]
@@ -686,7 +608,7 @@ class FeatureBuilder:
 
     def _pair_columns(
         self,
-        sim: Simulator,
+        dp: DecisionPoint,
         p: _PairTimes,
         can_start: FloatArray,
         arrival: FloatArray,
@@ -697,7 +619,7 @@ class FeatureBuilder:
         overran: BoolArray,
     ) -> npt.NDArray[np.float32]:
         """PAIR_FEATURES stacked on a new last axis, element-wise over the pairs given (a (k, m) grid or a list)."""
-        s, now, clip = self.scale_s, sim.now, FEATURE_CLIP
+        s, now, clip = self.scale_s, dp.now, FEATURE_CLIP
         pair = np.stack(
             [
                 (p.start - now) / s,
@@ -716,7 +638,7 @@ class FeatureBuilder:
         )
         return np.clip(np.nan_to_num(pair, nan=clip, posinf=clip), -clip, clip).astype(np.float32)
 
-    def _transfer_share(self, sim: Simulator, cands: IntArray) -> FloatArray:
+    def _transfer_share(self, dp: DecisionPoint, cands: IntArray) -> FloatArray:
         """Per (candidate, node): share of the candidate's input bytes produced on other nodes."""
         cp, m = self.cp, self.cp.n_nodes
         lo, hi = cp.pred_ptr[cands], cp.pred_ptr[cands + 1]
@@ -727,7 +649,7 @@ class FeatureBuilder:
         rows = np.repeat(np.arange(len(cands)), lens)
         edges = np.repeat(lo - np.cumsum(np.r_[0, lens[:-1]]), lens) + np.arange(lens.sum())
         data = cp.pred_data[edges]
-        src = sim.node_of[cp.pred_idx[edges]]
+        src = dp.node_of[cp.pred_idx[edges]]
         on_node = np.bincount(rows * m + src, data, minlength=len(cands) * m).reshape(len(cands), m)
         total = np.bincount(rows, data, minlength=len(cands))[:, None]
         np.divide(total - on_node, total, out=out, where=total > 0)
@@ -742,14 +664,14 @@ class FeatureBuilder:
         self._hist[:, -1] = util
         return self._hist.copy()
 
-    def _note_opened(self, sim: Simulator, run_node: IntArray) -> None:
+    def _note_opened(self, dp: DecisionPoint, run_node: IntArray) -> None:
         """Nodes that ran anything (billing runs from a node's first start)."""
-        self._note_attempts(sim)
+        self._note_attempts(dp)
         self._opened[run_node] = True
 
-    def _note_attempts(self, sim: Simulator) -> None:
+    def _note_attempts(self, dp: DecisionPoint) -> None:
         """Nodes of the attempts recorded since the last look (the running ones are marked by the caller)."""
-        attempts = sim.trace.attempts
+        attempts = dp.attempts
         for a in attempts[self._attempts_seen :]:
             self._opened[a.node] = True
         self._attempts_seen = len(attempts)

@@ -1,18 +1,20 @@
-"""Compiled decision features: `FeatureBuilder.ready_state` and `.decision` as two numba kernels, bit for bit.
+"""Compiled decision features (`FeatureBuilder.decision` as one numba kernel, bit for bit) and the dense forward.
 
 Why: a learned plan of a 20-task workflow is 20 decisions, and each one built its features from
 about 150 numpy calls on arrays of 20 tasks and 16 nodes, so call overhead, not arithmetic, was
 the cost (8 of the 22 ms of a service plan). Here each decision is one call.
 
-The kernels repeat the numpy code of `dagsched.rl.features` operation for operation, in float64
+The kernels repeat the numpy code of `dagsched.policy.features` operation for operation, in float64
 and in the same order (sums that numpy does pairwise are done pairwise here too, `_pairwise_sum`),
 so the float32 features they give are identical to the bit; tests/rl/test_kernels.py checks that
 on every decision of runs in both modes, with failures, boot delays and noise. No fastmath: fused
 multiply-adds would change the last bit. Constants that need libm (log1p) come in from numpy.
 
+The decision point's own rules (the offered window, when room frees on a node) are the simulator's
+kernels (`dagsched.sim.kernels`), called from inside this one rather than written again.
 `AVAILABLE` is False where numba cannot be imported; `FeatureBuilder` then stays on numpy.
 Compiled code is cached on disk beside this file (numba's `cache=True`), so only the first
-process after an install pays the compile (a few seconds; `warm_up` does it on purpose).
+process after an install pays the compile (a few seconds; `inference.warm_up` does it on purpose).
 """
 
 from __future__ import annotations
@@ -21,18 +23,11 @@ from typing import Any
 
 import numpy as np
 
-try:
-    from numba import njit
+from dagsched.model.compiled import EPS
+from dagsched.sim.kernels import AVAILABLE, njit, room_times_kernel, window_kernel
 
-    AVAILABLE = True
-except ImportError:  # pragma: no cover  (numba is a locked dependency; this keeps a bare install working)
-    AVAILABLE = False
+__all__ = ["AVAILABLE", "decision_kernel", "dense_logits"]
 
-    def njit(*args: Any, **kwargs: Any) -> Any:
-        return lambda f: f
-
-
-EPS = 1e-9  # features._EPS, the simulator's tolerance
 CLIP = 10.0  # features.FEATURE_CLIP
 N_PAIR = 11  # len(features.PAIR_FEATURES)
 
@@ -114,118 +109,6 @@ def _pairwise_sum(a: Any, n: int) -> float:
 
 
 @njit(cache=True)
-def ready_kernel(
-    now: float,
-    ready: Any,
-    arrival_all: Any,
-    req: Any,
-    classic: bool,
-    ever_fits: Any,
-    node_up: Any,
-    node_available_s: Any,
-    free: Any,
-) -> Any:
-    """`FeatureBuilder.ready_state` after the arrival rows are known: (arrival, legal, wake) of the ready tasks."""
-    r, m = len(ready), arrival_all.shape[1]
-    arrival = np.empty((r, m))
-    legal = np.zeros((r, m), dtype=np.bool_)
-    node_ok = np.empty(m, dtype=np.bool_)
-    for j in range(m):
-        node_ok[j] = node_up[j] and not (node_available_s[j] > now)
-    horizon = now + EPS
-    wake = np.inf
-    for i in range(r):
-        t = ready[i]
-        for j in range(m):
-            a = arrival_all[t, j]
-            arrival[i, j] = a
-            if a <= horizon:
-                room = free[j, 0] + EPS >= req[t, 0] and (
-                    classic or (free[j, 1] + EPS >= req[t, 1] and free[j, 2] + EPS >= req[t, 2])
-                )
-                legal[i, j] = node_ok[j] and room
-            elif ever_fits[t, j] and node_up[j] and a < wake:
-                wake = a
-    return arrival, legal, wake
-
-
-@njit(cache=True)
-def _candidate_order(ready: Any, legal: Any, rank_u: Any, topo_pos: Any, k_max: int) -> Any:
-    """Rows of the first k_max ready tasks: startable first, then by upward rank (high first), then topo position."""
-    r, m = legal.shape
-    startable = np.zeros(r, dtype=np.bool_)
-    for i in range(r):
-        for j in range(m):
-            if legal[i, j]:
-                startable[i] = True
-                break
-    k = min(k_max, r)
-    order = np.empty(k, dtype=np.int64)
-    filled = 0
-    for i in range(r):  # insertion into a sorted top-k: keys (not startable, -rank_u, topo_pos), all distinct
-        t = ready[i]
-        pos = filled
-        while pos > 0:
-            p = order[pos - 1]
-            q = ready[p]
-            if startable[i] != startable[p]:
-                before = startable[i]
-            elif rank_u[t] != rank_u[q]:
-                before = rank_u[t] > rank_u[q]
-            else:
-                before = topo_pos[t] < topo_pos[q]
-            if not before:
-                break
-            pos -= 1
-        if pos >= k:
-            continue
-        last = min(filled, k - 1)
-        for s in range(last, pos, -1):
-            order[s] = order[s - 1]
-        order[pos] = i
-        if filled < k:
-            filled += 1
-    return order
-
-
-@njit(cache=True)
-def _room_times(now: float, req_c: Any, free: Any, run_node: Any, run_end: Any, run_req: Any) -> Any:
-    """`Simulator.room_times(req_c)`, given the running tasks' nodes, predicted ends and requests (dict order)."""
-    k, m = req_c.shape[0], free.shape[0]
-    room = np.empty((k, m))
-    for i in range(k):
-        for j in range(m):
-            fits = free[j, 0] + 1e-9 >= req_c[i, 0] and free[j, 1] + 1e-9 >= req_c[i, 1]
-            room[i, j] = now if fits and free[j, 2] + 1e-9 >= req_c[i, 2] else np.inf
-    nr = len(run_node)
-    if nr == 0:
-        return room
-    by_end = np.argsort(run_end, kind="mergesort")  # np.lexsort((run_end, run_node)): two stable sorts
-    order = by_end[np.argsort(run_node[by_end], kind="mergesort")]
-    cum = np.empty((nr, 3))
-    acc = np.zeros(3)
-    for s in range(nr):  # numpy's cumsum over all rows, then the difference from the node's first row
-        for c in range(3):
-            acc[c] += run_req[order[s], c]
-            cum[s, c] = acc[c]
-    first = 0
-    for s in range(nr):
-        nd = run_node[order[s]]
-        if s > 0 and nd != run_node[order[s - 1]]:
-            first = s
-        for i in range(k):
-            ok = True
-            for c in range(3):
-                before = cum[first - 1, c] if first > 0 else 0.0
-                if not (free[nd, c] + (cum[s, c] - before) + 1e-9 >= req_c[i, c]):
-                    ok = False
-                    break
-            if ok and run_end[order[s]] < room[i, nd]:
-                room[i, nd] = run_end[order[s]]
-    return room
-
-
-@njit(cache=True)
 def decision_kernel(
     now: float,
     scale_s: float,
@@ -262,8 +145,7 @@ def decision_kernel(
     rank_fast: Any,
     work_share_s: Any,
     global_const: Any,
-    can_advance: bool,
-    done: bool,
+    can_wait: bool,
 ) -> Any:
     """`FeatureBuilder.decision` (see there): (task_dyn, node_x, util, cands, legal, flat pairs, pair_x, global_x,
     wait_legal). `opened` is updated in place with the nodes running something, as `_note_opened` does.
@@ -271,7 +153,7 @@ def decision_kernel(
     n, m = exec_s.shape
     s = scale_s
     # _candidates
-    order = _candidate_order(ready, legal_r, rank_u, topo_pos, k_max)
+    order = window_kernel(ready, legal_r, rank_u, topo_pos, k_max)
     k = len(order)
     cands = np.empty(k, dtype=np.int64)
     legal = np.empty((k, m), dtype=np.bool_)
@@ -357,7 +239,7 @@ def decision_kernel(
         for i in range(k):
             for c in range(3):
                 req_c[i, c] = req[cands[i], c]
-        room = _room_times(now, req_c, free, run_node, run_end, run_req)
+        room = room_times_kernel(now, req_c, free, run_node, run_end, run_req)
         avail = np.empty(m)
         for j in range(m):
             avail[j] = _max(node_available_s[j], now) if node_up[j] else np.inf
@@ -453,7 +335,7 @@ def decision_kernel(
                     best_later = finish[i, j]
             if row_legal and best_later < best_legal - EPS:
                 helpful = True
-    wait_legal = can_advance and (not any_legal or helpful) and not done
+    wait_legal = can_wait and (not any_legal or helpful)  # DecisionPoint.wait_legal
     return task_dyn, node_x, util, cands, legal, flat, pair_x, global_x, wait_legal
 
 
@@ -656,32 +538,3 @@ def dense_logits(
             first[0, j] = max(np.float64(a[0, j]) + b[0, j] + wait_b[j], 0.0)
         wait = _linear(first, wait2_w, wait2_b, False)[0, 0]
     return scores, cand_h, wait
-
-
-_WARM: set[Any] = set()
-
-
-def warm_up(policy: Any = None) -> None:
-    """Compile (or load from the disk cache) the kernels now, on a two-task problem, so that the first decision
-    of a process, which a deadline or a latency histogram may be watching, does not pay for it: the features
-    once, and `policy`'s forward once per architecture (its layer counts are part of the compiled signature)."""
-    if not AVAILABLE:
-        return
-    key = None if policy is None else policy.config
-    if "features" in _WARM and (key is None or key in _WARM):
-        return
-    from dagsched.model import Cluster, Node, Problem, Task, Workflow, compile_problem
-    from dagsched.rl.features import FeatureBuilder
-    from dagsched.rl.policy import PolicyInference
-    from dagsched.sim.engine import Simulator
-
-    wf = Workflow(name="warm", tasks=[Task(id="a", runtime=1.0, cpu=1), Task(id="b", runtime=1.0, cpu=1)])
-    cp = compile_problem(Problem(workflows=[wf], cluster=Cluster(nodes=[Node(id="n", cpu=2, mem=4)])))
-    sim = Simulator(cp)
-    sim.step()
-    builder = FeatureBuilder(cp, sim.classic, compiled=True)
-    decision = builder.decision(sim)
-    _WARM.add("features")
-    if key is not None:
-        PolicyInference(policy, builder, compiled=True).logits(decision)
-        _WARM.add(key)

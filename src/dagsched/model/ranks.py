@@ -1,4 +1,4 @@
-"""Priorities shared by the list-scheduling heuristics, as pure functions of the problem.
+"""Priorities of tasks as pure functions of the compiled problem: what heuristics and the policy both read.
 
 Mean costs follow HEFT (Topcuoglu et al. 2002): w̄(t) is t's execution time averaged
 over nodes, c̄(p, t) its transfer time averaged over distinct node pairs.
@@ -92,3 +92,21 @@ def rank_order(rank: FloatArray, cp: CompiledProblem) -> list[int]:
     pos = np.empty(cp.n_tasks, dtype=np.int64)
     pos[cp.topo] = np.arange(cp.n_tasks)
     return [int(t) for t in np.lexsort((pos, -rank))]
+
+
+def longest_to_exit_s(cp: CompiledProblem, time_s: FloatArray) -> FloatArray:
+    """Longest path of `time_s` from each task's start to an exit task of its workflow, transfers free.
+
+    With each task's fastest execution time this is what is left of a workflow's critical path once
+    the task starts (the policy's `remaining_cp` feature, SJF-CP's priority).
+    """
+    ptr, idx = cp.succ_ptr.tolist(), cp.succ_idx.tolist()
+    w = time_s.tolist()
+    out = [0.0] * cp.n_tasks
+    for t in cp.topo[::-1].tolist():
+        tail = 0.0
+        for s in idx[ptr[t] : ptr[t + 1]]:
+            if out[s] > tail:
+                tail = out[s]
+        out[t] = w[t] + tail
+    return np.asarray(out, dtype=np.float64)

@@ -1,428 +1,33 @@
-"""The GNN scheduling policy: a plain torch module (no Ray), saved as safetensors.
+"""The DRL scheduler's inference path: the GNN on a numpy copy of its weights, one decision at a time.
 
-Architecture, in the order `forward` runs:
-
-1. task encoder: an MLP lifts each task's features to `hidden`;
-2. `layers` rounds of message passing over the DAG in both directions: a GAT (or GCN) layer
-   along the edges (parents -> children) and one against them (children -> parents), their
-   outputs concatenated, mixed by a linear layer and added to the input (residual);
-3. node encoder: an MLP over each node's features, plus (option) an LSTM or an MLP over the
-   node's last H utilisation snapshots;
-4. summary: masked means of the task and node embeddings with the encoded global features;
-5. pair scorer: an MLP over [candidate's task embedding, node embedding, pair features,
-   summary] gives one logit per (candidate, node); its first layer is split by input part so
-   the K x M pairs cost one small matmul over the pair features (the rest is broadcast);
-6. wait logit from [summary, mean candidate embedding]; value from the summary.
-
-Illegal actions get the logit `MASK_LOGIT` (large and negative, finite so no NaN appears
-even when every action is masked). `forward` takes the environment's padded, batched
-observation; `forward_single` takes one unpadded `Observation` at its exact sizes (the
-reference for one decision). `PolicyInference` is the DRL scheduler's inference path: the
-same network on a numpy copy of the weights, made once per plan (the static task columns'
-share of the first layer and the DAG's message-passing structure computed there; the two
-directions of a round fused into one product; dense matrices below DENSE_MAX_TASKS tasks, a
-CSR matrix above, no PyG call set-up), reading `FeatureBuilder.decision` and scoring only the
-legal pairs; on dense DAGs the whole forward is one numba kernel (`dagsched.rl.kernels.dense_logits`).
-It is tested against `forward_single` (logits within 1e-5, same greedy actions, same plans).
-Training keeps the PyG modules. Call `torch.set_num_threads(1)` for single-observation inference
-on small CPUs: two threads on two cores were measured 5 to 20 times slower.
+`PolicyInference` is made once per plan: the static task columns' share of the first layer and the
+DAG's message-passing structure are computed there; the two directions of a round are fused into one
+product; dense matrices below DENSE_MAX_TASKS tasks, a CSR matrix above, no PyG call set-up. It reads
+`FeatureBuilder.decision` and scores only the legal pairs; on dense DAGs the whole forward is one numba
+kernel (`dagsched.policy.kernels.dense_logits`). It is tested against `SchedulingPolicy.forward_single`
+(logits within 1e-5, same greedy actions, same plans).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import tempfile
 import warnings
 import weakref
-from dataclasses import asdict, dataclass, fields, replace
-from pathlib import Path
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import torch
-from safetensors import safe_open
-from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
-from torch_geometric.nn import GATConv, GCNConv
-from torch_geometric.utils import add_self_loops
+from torch_geometric.nn import GATConv
 
-from dagsched.rl import kernels
-from dagsched.rl.features import (
-    FEATURE_VERSION,
-    GLOBAL_FEATURES,
-    NODE_FEATURES,
-    PAIR_FEATURES,
-    TASK_FEATURES,
+from dagsched.policy import kernels
+from dagsched.policy.features import (
     TASK_STATIC,
     DecisionInputs,
     FeatureBuilder,
-    Observation,
-    feature_sizes,
 )
-
-MASK_LOGIT = -1e9
-FILE_FORMAT = "dagsched-policy"
-FILE_FORMAT_VERSION = 1
-
-
-@dataclass(frozen=True)
-class PolicyConfig:
-    """Architecture hyper-parameters; saved beside the weights and checked on load."""
-
-    hidden: int = 64
-    """width of every embedding"""
-    layers: int = 2
-    """message-passing rounds (each runs one layer along and one against the edges)"""
-    conv: Literal["gat", "gcn"] = "gat"
-    """graph attention (GATConv) or graph convolution (GCNConv)"""
-    heads: int = 2
-    """attention heads of a GAT layer (hidden must divide by it)"""
-    history_len: int = 0
-    """utilisation snapshots per node the observation carries (EnvConfig.history_len)"""
-    history_encoder: Literal["lstm", "mlp"] = "lstm"
-    """how the snapshots are read when history_len > 0"""
-    lstm_hidden: int = 16
-    """width of the LSTM over the snapshots"""
-    task_dim: int = len(TASK_FEATURES)
-    node_dim: int = len(NODE_FEATURES)
-    pair_dim: int = len(PAIR_FEATURES)
-    global_dim: int = len(GLOBAL_FEATURES)
-
-    def __post_init__(self) -> None:
-        if self.conv not in ("gat", "gcn"):
-            raise ValueError(f"conv must be 'gat' or 'gcn', got {self.conv!r}")
-        if self.history_encoder not in ("lstm", "mlp"):
-            raise ValueError(f"history_encoder must be 'lstm' or 'mlp', got {self.history_encoder!r}")
-        if self.conv == "gat" and self.hidden % self.heads:
-            raise ValueError(f"hidden={self.hidden} must be a multiple of heads={self.heads}")
-
-
-def _mlp(*sizes: int) -> nn.Sequential:
-    layers: list[nn.Module] = []
-    for i in range(len(sizes) - 1):
-        layers.append(nn.Linear(sizes[i], sizes[i + 1]))
-        if i < len(sizes) - 2:
-            layers.append(nn.ReLU())
-    return nn.Sequential(*layers)
-
-
-def _masked_mean(x: Tensor, mask: Tensor) -> Tensor:
-    """Mean over dim 1 of x [B, N, h] where mask [B, N] is true."""
-    w = mask.to(x.dtype).unsqueeze(-1)
-    return (x * w).sum(1) / w.sum(1).clamp(min=1.0)
-
-
-class SchedulingPolicy(nn.Module):
-    """Scores every (candidate task, node) pair and waiting; estimates the state's value."""
-
-    def __init__(self, config: PolicyConfig | None = None, **overrides: Any) -> None:
-        super().__init__()
-        c = self.config = replace(config or PolicyConfig(), **overrides)
-        h = c.hidden
-        self.task_in = _mlp(c.task_dim, h, h)
-
-        def conv() -> nn.Module:
-            # self-loops are added once per forward (in _embed_tasks), not again by every layer
-            if c.conv == "gat":
-                return GATConv(h, h // c.heads, heads=c.heads, add_self_loops=False)
-            return GCNConv(h, h, add_self_loops=False)
-
-        self.along = nn.ModuleList([conv() for _ in range(c.layers)])
-        self.against = nn.ModuleList([conv() for _ in range(c.layers)])
-        self.mix = nn.ModuleList([nn.Linear(2 * h, h) for _ in range(c.layers)])
-        hist_width = 0
-        self.lstm: nn.LSTM | None = None
-        if c.history_len > 0:
-            if c.history_encoder == "lstm":
-                self.lstm = nn.LSTM(1, c.lstm_hidden, batch_first=True)
-                hist_width = c.lstm_hidden
-            else:
-                hist_width = c.history_len
-        self.node_in = _mlp(c.node_dim + hist_width, h, h)
-        self.global_in = _mlp(c.global_dim, h)
-        self.summary = _mlp(3 * h, h, h)
-        self.pair_task = nn.Linear(h, h, bias=False)
-        self.pair_node = nn.Linear(h, h, bias=False)
-        self.pair_summary = nn.Linear(h, h, bias=False)
-        self.pair_in = nn.Linear(c.pair_dim, h)
-        self.pair_out = _mlp(h, h, 1)
-        self.wait_head = _mlp(2 * h, h, 1)
-        self.value_head = _mlp(h, h, 1)
-
-    # ---- the shared core ----------------------------------------------------------------------
-
-    def _embed_tasks(self, x: Tensor, edge_index: Tensor) -> Tensor:
-        """x [N, F_t] over a (possibly batched) DAG with edge_index [2, E] -> [N, h]."""
-        h = torch.relu(self.task_in(x))
-        edge_index, _ = add_self_loops(edge_index, num_nodes=x.shape[0])
-        rev = edge_index.flip(0)
-        for along, against, mix in zip(self.along, self.against, self.mix, strict=True):
-            msg = torch.cat([along(h, edge_index), against(h, rev)], dim=-1)
-            h = h + torch.relu(mix(msg))
-        return h
-
-    def _heads(
-        self,
-        task_h: Tensor,  # [B, T, h]
-        task_mask: Tensor,  # [B, T] bool
-        node_x: Tensor,  # [B, M, F_n]
-        node_mask: Tensor,  # [B, M] bool
-        history: Tensor | None,  # [B, M, H]
-        cands: Tensor,  # [B, K] long
-        cand_mask: Tensor,  # [B, K] bool
-        pair_x: Tensor,  # [B, K, M, F_p]
-        global_x: Tensor,  # [B, G]
-        action_mask: Tensor,  # [B, K * M + 1] bool
-    ) -> tuple[Tensor, Tensor]:
-        B, M = node_x.shape[:2]
-        K = cands.shape[1]
-        parts = [node_x]
-        if self.config.history_len > 0:
-            assert history is not None, "this policy reads node_history (history_len > 0)"
-            if self.lstm is not None:
-                _, (hn, _) = self.lstm(history.reshape(B * M, -1, 1))
-                parts.append(hn[-1].reshape(B, M, -1))
-            else:
-                parts.append(history)
-        node_h = torch.relu(self.node_in(torch.cat(parts, dim=-1)))  # [B, M, h]
-        g = self.summary(
-            torch.cat(
-                [_masked_mean(task_h, task_mask), _masked_mean(node_h, node_mask), self.global_in(global_x)], dim=-1
-            )
-        )
-        g = torch.relu(g)  # [B, h]
-        hid = task_h.shape[-1]
-        cand_h = task_h.gather(1, cands.unsqueeze(-1).expand(B, K, hid))  # [B, K, h]
-        z = (
-            self.pair_task(cand_h).unsqueeze(2)
-            + self.pair_node(node_h).unsqueeze(1)
-            + self.pair_in(pair_x)
-            + self.pair_summary(g)[:, None, None, :]
-        )
-        pair_logit = self.pair_out(torch.relu(z)).squeeze(-1)  # [B, K, M]
-        wait_logit = self.wait_head(torch.cat([g, _masked_mean(cand_h, cand_mask)], dim=-1))  # [B, 1]
-        logits = torch.cat([pair_logit.reshape(B, K * M), wait_logit], dim=1)
-        logits = logits.masked_fill(~action_mask, MASK_LOGIT)
-        return logits, self.value_head(g).squeeze(-1)
-
-    # ---- padded, batched observations (the environment's) ------------------------------------
-
-    def forward(self, obs: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
-        """Batched padded observations -> (masked logits [B, K * M + 1], value [B])."""
-        task_x = obs["task_features"].float()
-        B, T, _ = task_x.shape
-        edge_index = obs["edge_index"].long()  # [B, 2, E]
-        edge_mask = obs["edge_mask"].bool()  # [B, E]
-        offsets = (torch.arange(B, device=task_x.device) * T).view(B, 1, 1)
-        flat = (edge_index + offsets).permute(1, 0, 2).reshape(2, -1)
-        flat = flat[:, edge_mask.reshape(-1)]  # padding edges dropped; padding tasks stay isolated
-        task_h = self._embed_tasks(task_x.reshape(B * T, -1), flat).reshape(B, T, -1)
-        history = obs["node_history"].float() if "node_history" in obs else None
-        return self._heads(
-            task_h,
-            obs["task_mask"].bool(),
-            obs["node_features"].float(),
-            obs["node_mask"].bool(),
-            history,
-            obs["candidates"].long(),
-            obs["candidate_mask"].bool(),
-            obs["pair_features"].float(),
-            obs["global_features"].float(),
-            obs["action_mask"].bool(),
-        )
-
-    # ---- one unpadded observation (the fast path) ---------------------------------------------
-
-    def forward_single(self, obs: Observation) -> tuple[Tensor, Tensor]:
-        """One exact-size observation -> (masked logits [k * m + 1] in its unpadded layout, value [])."""
-        n, m, k = obs.n_tasks, obs.n_nodes, len(obs.candidates)
-        task_h = self._embed_tasks(torch.from_numpy(obs.task_x), torch.from_numpy(obs.edge_index)).unsqueeze(0)
-        history = torch.from_numpy(obs.node_history).unsqueeze(0) if self.config.history_len > 0 else None
-        logits, value = self._heads(
-            task_h,
-            torch.ones(1, n, dtype=torch.bool),
-            torch.from_numpy(obs.node_x).unsqueeze(0),
-            torch.ones(1, m, dtype=torch.bool),
-            history,
-            torch.from_numpy(obs.candidates).unsqueeze(0),
-            torch.ones(1, k, dtype=torch.bool),
-            torch.from_numpy(obs.pair_x).unsqueeze(0),
-            torch.from_numpy(obs.global_x).unsqueeze(0),
-            torch.from_numpy(obs.action_mask()).unsqueeze(0),
-        )
-        return logits[0], value[0]
-
-
-def choose(
-    policy: SchedulingPolicy,
-    obs: Observation,
-    greedy: bool = True,
-    temperature: float = 1.0,
-    generator: torch.Generator | None = None,
-) -> tuple[int, int] | None:
-    """The policy's choice on one observation: (task, node), or None to wait.
-
-    Illegal actions are filtered before the softmax (their logits are `MASK_LOGIT`).
-    """
-    mask = obs.action_mask()
-    if not mask.any():
-        raise ValueError("no legal action in this observation")
-    with torch.inference_mode():
-        logits, _ = policy.forward_single(obs)
-        if greedy:
-            a = int(torch.argmax(logits))
-        else:
-            probs = torch.softmax(logits / max(temperature, 1e-6), dim=0)
-            a = int(torch.multinomial(probs, 1, generator=generator))
-    if not mask[a]:  # every legal logit underflowed below MASK_LOGIT: cannot happen with finite weights
-        raise RuntimeError(f"policy chose illegal action {a}")
-    m = obs.n_nodes
-    if a == len(mask) - 1:
-        return None
-    return int(obs.candidates[a // m]), a % m
-
-
-# ---- files --------------------------------------------------------------------------------------
-
-
-class PolicyFileError(ValueError):
-    """A saved policy is missing, corrupt, or does not match this code."""
-
-
-def _paths(path: str | os.PathLike[str]) -> tuple[Path, Path]:
-    p = Path(path)
-    if p.suffix in (".safetensors", ".json"):
-        p = p.with_suffix("")
-    return p.with_name(p.name + ".safetensors"), p.with_name(p.name + ".json")
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _feature_names() -> dict[str, list[str]]:
-    return {
-        "task": list(TASK_FEATURES),
-        "node": list(NODE_FEATURES),
-        "pair": list(PAIR_FEATURES),
-        "global": list(GLOBAL_FEATURES),
-    }
-
-
-def save_policy(policy: SchedulingPolicy, path: str | os.PathLike[str]) -> tuple[Path, Path]:
-    """Write `<path>.safetensors` (weights) and `<path>.json` (architecture, feature version, sha256)."""
-    weights_path, meta_path = _paths(path)
-    weights_path.parent.mkdir(parents=True, exist_ok=True)
-    tensors = {k: v.detach().cpu().contiguous() for k, v in policy.state_dict().items()}
-    fd, tmp = tempfile.mkstemp(dir=weights_path.parent, prefix=f".{weights_path.name}.")
-    os.close(fd)
-    try:
-        save_file(tensors, tmp, metadata={"format": FILE_FORMAT})
-        digest = _sha256(Path(tmp))
-        os.replace(tmp, weights_path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    meta = {
-        "format": FILE_FORMAT,
-        "format_version": FILE_FORMAT_VERSION,
-        "feature_version": FEATURE_VERSION,
-        "feature_sizes": feature_sizes(policy.config.history_len),
-        "feature_names": _feature_names(),
-        "architecture": asdict(policy.config),
-        "sha256": digest,
-        "tensors": {k: list(v.shape) for k, v in sorted(tensors.items())},
-    }
-    _atomic_write(meta_path, (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode())
-    return weights_path, meta_path
-
-
-def load_policy(path: str | os.PathLike[str]) -> SchedulingPolicy:
-    """Load a saved policy, refusing any mismatch (feature version, sizes, hash, tensor shapes) with a message."""
-    weights_path, meta_path = _paths(path)
-    for p in (weights_path, meta_path):
-        if not p.exists():
-            raise PolicyFileError(f"policy file {p} is missing (a policy is a .safetensors and a .json side by side)")
-    try:
-        meta = json.loads(meta_path.read_text())
-    except json.JSONDecodeError as e:
-        raise PolicyFileError(f"{meta_path} is not valid JSON: {e}") from e
-    if meta.get("format") != FILE_FORMAT or meta.get("format_version") != FILE_FORMAT_VERSION:
-        raise PolicyFileError(
-            f"{meta_path}: format {meta.get('format')!r} version {meta.get('format_version')!r}, "
-            f"expected {FILE_FORMAT!r} version {FILE_FORMAT_VERSION}"
-        )
-    if meta.get("feature_version") != FEATURE_VERSION:
-        raise PolicyFileError(
-            f"{meta_path}: feature version mismatch: the policy was trained on feature version "
-            f"{meta.get('feature_version')!r} but this dagsched builds feature version {FEATURE_VERSION}; "
-            "retrain it or use the dagsched release it was trained with"
-        )
-    arch = meta.get("architecture", {})
-    known = {f.name for f in fields(PolicyConfig)}
-    unknown = sorted(set(arch) - known)
-    if unknown:
-        raise PolicyFileError(f"{meta_path}: unknown architecture field(s) {', '.join(unknown)}")
-    config = PolicyConfig(**arch)
-    expected = feature_sizes(config.history_len)
-    recorded = meta.get("feature_sizes", {})
-    dims = {"task": config.task_dim, "node": config.node_dim, "pair": config.pair_dim, "global": config.global_dim}
-    diffs = [
-        f"{group}: file {recorded.get(group)}, code {size}"
-        for group, size in expected.items()
-        if recorded.get(group) != size or (group in dims and dims[group] != size)
-    ]
-    names = meta.get("feature_names", {})
-    diffs += [
-        f"{group} feature names differ: file {names.get(group)}, code {want}"
-        for group, want in _feature_names().items()
-        if names.get(group) != want
-    ]
-    if diffs:
-        raise PolicyFileError(f"{meta_path}: feature sizes or names differ from this code: " + "; ".join(diffs))
-    digest = _sha256(weights_path)
-    if digest != meta.get("sha256"):
-        raise PolicyFileError(
-            f"{weights_path}: sha256 {digest} differs from the one recorded in {meta_path.name} "
-            f"({meta.get('sha256')}); the weights were changed or corrupted"
-        )
-    with safe_open(str(weights_path), framework="pt") as f:
-        shapes = {k: list(f.get_slice(k).get_shape()) for k in f.keys()}  # noqa: SIM118  (safe_open has no __iter__)
-    policy = SchedulingPolicy(config)
-    want = {k: list(v.shape) for k, v in policy.state_dict().items()}
-    problems = [f"missing {k}" for k in sorted(set(want) - set(shapes))]
-    problems += [f"unexpected {k}" for k in sorted(set(shapes) - set(want))]
-    problems += [
-        f"{k}: file {shapes[k]}, architecture {want[k]}"
-        for k in sorted(set(want) & set(shapes))
-        if shapes[k] != want[k]
-    ]
-    if problems:
-        raise PolicyFileError(f"{weights_path}: tensors do not match the recorded architecture: " + "; ".join(problems))
-    policy.load_state_dict(load_file(str(weights_path)))
-    policy.eval()
-    return policy
-
-
-def count_parameters(policy: nn.Module) -> int:
-    return int(sum(int(np.prod(p.shape)) for p in policy.parameters()))
-
-
-# ---- the inference path: one decision at a time, the static parts once per plan -----------------
+from dagsched.policy.gnn import MASK_LOGIT, SchedulingPolicy
 
 _NEAR_TIE = 1e-4
 """Pairs scored within this (relative) of the best are checked for bit-identical inputs, which must score equal."""
@@ -820,3 +425,30 @@ class PolicyInference:
             first = np.maximum(g @ w.wait_g + cand_mean @ w.wait_c + w.wait_b, 0.0)
             wait = _apply(w.wait_second, first[None, :])[0, 0]
         return scores, cand_h, wait
+
+
+_WARM: set[Any] = set()
+
+
+def warm_up(policy: Any = None) -> None:
+    """Compile (or load from the disk cache) the kernels now, on a two-task problem, so that the first decision
+    of a process, which a deadline or a latency histogram may be watching, does not pay for it: the features
+    once, and `policy`'s forward once per architecture (its layer counts are part of the compiled signature)."""
+    if not kernels.AVAILABLE:
+        return
+    key = None if policy is None else policy.config
+    if "features" in _WARM and (key is None or key in _WARM):
+        return
+    from dagsched.model import Cluster, Node, Problem, Task, Workflow, compile_problem
+    from dagsched.sim.engine import Simulator
+
+    wf = Workflow(name="warm", tasks=[Task(id="a", runtime=1.0, cpu=1), Task(id="b", runtime=1.0, cpu=1)])
+    cp = compile_problem(Problem(workflows=[wf], cluster=Cluster(nodes=[Node(id="n", cpu=2, mem=4)])))
+    sim = Simulator(cp)
+    sim.step()
+    builder = FeatureBuilder(cp, sim.classic, compiled=True)
+    decision = builder.decision(sim.decision_point())
+    _WARM.add("features")
+    if key is not None:
+        PolicyInference(policy, builder, compiled=True).logits(decision)
+        _WARM.add(key)
