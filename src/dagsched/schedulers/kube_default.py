@@ -23,6 +23,9 @@ locality) are absent. It ignores speed, data locality and transfers: that is the
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 import numpy as np
 
 from dagsched.model.compiled import CompiledProblem
@@ -82,25 +85,35 @@ class KubeDefault(Scheduler):
         """Filter then score: the node to bind pod t to, or -1 when none fits now."""
         req = np.asarray(dp.request(t))
         feasible = dp.node_up & (dp.node_available_s <= dp.now + _EPS) & np.all(free + _EPS >= req, axis=1)
-        best, best_score = -1, -np.inf
-        for nd in np.flatnonzero(feasible):
-            score = self.score(dp.cap[nd, :2], free[nd, :2] - req[:2])
+        nodes = np.flatnonzero(feasible)
+        caps = dp.cap[nodes, :2].tolist()
+        after = (free[nodes, :2] - req[:2]).tolist()
+        best, best_score = -1, -math.inf
+        for nd, cap, left in zip(nodes.tolist(), caps, after, strict=True):
+            score = self.score(cap, left)
             if score > best_score + _EPS:
-                best, best_score = int(nd), score
+                best, best_score = nd, score
         return best
 
     @staticmethod
-    def score(cap: np.ndarray, free_after: np.ndarray) -> float:
-        """LeastAllocated + BalancedAllocation of a node with capacity `cap` and `free_after` left (cpu, mem)."""
+    def score(cap: Sequence[float], free_after: Sequence[float]) -> float:
+        """LeastAllocated + BalancedAllocation of a node with capacity `cap` and `free_after` left (cpu, mem).
+
+        Plain float arithmetic in numpy's order (mean: sum / n; std: sqrt of the mean squared deviation), so
+        the scores are numpy's to the bit at a fraction of the cost (a node is scored per pod and node).
+        """
         least: list[float] = []
         fractions: list[float] = []
         for c, f in zip(cap, free_after, strict=True):
             if c <= 0:
                 continue  # the node has none of it: upstream skips the resource
-            used = 0.0 if np.isinf(c) else min(max((c - f) / c, 0.0), 1.0)
+            used = 0.0 if math.isinf(c) else min(max((c - f) / c, 0.0), 1.0)
             least.append((1.0 - used) * MAX_NODE_SCORE)
             fractions.append(used)
         if not least:
             return 0.0
-        balanced = (1.0 - float(np.std(fractions))) * MAX_NODE_SCORE
-        return float(np.mean(least)) + balanced
+        n = len(fractions)
+        mean_used = sum(fractions) / n
+        std = math.sqrt(sum((u - mean_used) * (u - mean_used) for u in fractions) / n)
+        balanced = (1.0 - std) * MAX_NODE_SCORE
+        return sum(least) / n + balanced

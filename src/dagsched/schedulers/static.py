@@ -20,7 +20,7 @@ import numpy as np
 from dagsched.model.compiled import EPS as _EPS
 from dagsched.model.compiled import CompiledProblem
 from dagsched.sim.decision import DONE, READY, RUNNING, WAITING, Decision, DecisionPoint, Scheduler
-from dagsched.sim.slots import NodeTimeline
+from dagsched.sim.slots import NodeTimeline, Timelines
 
 
 class PlanState:
@@ -47,16 +47,25 @@ class PlanState:
 def earliest_finish(
     dp: DecisionPoint, lines: list[NodeTimeline], t: int, arrival: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Insertion-based (start, finish) of t on every node; inf where it cannot run or should not."""
-    m = dp.cp.n_nodes
-    start = np.full(m, np.inf)
-    req = dp.request(t)
-    allowed = dp.cp.allowed
-    for nd in range(m):
-        line = lines[nd]
-        if not line.can_host(req) or (allowed is not None and not allowed[t, nd]):
-            continue
-        start[nd] = line.earliest_start(float(arrival[nd]), float(dp.cp.exec_s[t, nd]), req)
+    """Insertion-based (start, finish) of t on every node; inf where it cannot run or should not.
+
+    A node whose planned use ends before t's inputs arrive there starts t at that arrival (or when it is
+    available), as `NodeTimeline.earliest_start` would say; only the others are searched slot by slot.
+    """
+    exec_s = dp.cp.exec_s[t]
+    if isinstance(lines, Timelines):
+        avail, last_use = lines.available_from, lines.last_use
+    else:
+        avail = np.array([line.available_from for line in lines], dtype=np.float64)
+        last_use = np.array([line.times[-1] for line in lines], dtype=np.float64)
+    ready = np.maximum(arrival, avail)
+    hosts = dp.ever_fits(np.array([t]))[0] & (avail < np.inf)  # capacity and placement rules, node up
+    start = np.where(hosts, ready, np.inf)
+    busy = np.flatnonzero(hosts & (ready < last_use))
+    if len(busy):
+        req = dp.request(t)
+        for nd in busy.tolist():
+            start[nd] = lines[nd].earliest_start(float(arrival[nd]), float(exec_s[nd]), req)
     avoid = int(dp.avoid_node[t])
     if avoid >= 0 and np.isfinite(np.delete(start, avoid)).any():
         start[avoid] = np.inf  # migrated off it: elsewhere if anywhere else can take it

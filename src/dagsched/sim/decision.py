@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from dagsched.model.compiled import EPS, CompiledProblem
 from dagsched.sim import kernels
-from dagsched.sim.slots import NodeTimeline
+from dagsched.sim.slots import Timelines
 
 if TYPE_CHECKING:
     from dagsched.sim.config import SimConfig
@@ -148,7 +148,7 @@ class DecisionPoint:
         """Earliest start of each ready task on each node from now, (k, m); inf where it cannot run."""
         return self._sim.earliest_starts(list(tasks))
 
-    def node_timelines(self) -> list[NodeTimeline]:
+    def node_timelines(self) -> Timelines:
         """Planning timelines holding the running tasks until their predicted ends (fresh, for the caller to fill)."""
         return self._sim.node_timelines()
 

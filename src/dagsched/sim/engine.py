@@ -26,7 +26,7 @@ from dagsched.model.compiled import EPS, CompiledProblem
 from dagsched.sim import kernels
 from dagsched.sim.config import SimConfig
 from dagsched.sim.decision import DONE, READY, RUNNING, WAITING, Decision, DecisionPoint, Scheduler
-from dagsched.sim.slots import NodeTimeline
+from dagsched.sim.slots import NodeTimeline, Timelines
 from dagsched.sim.trace import Attempt, Outage, Slowdown, Trace
 
 __all__ = ["DONE", "READY", "RUNNING", "WAITING", "Decision", "DecisionPoint", "SchedulingError", "Simulator"]
@@ -371,7 +371,7 @@ class Simulator:
         expected = r.start + float(self.cp.exec_s[t, r.node]) * float(self.slow_factor[r.node])
         return max(expected, self.now)
 
-    def node_timelines(self) -> list[NodeTimeline]:
+    def node_timelines(self) -> Timelines:
         """Planning timelines holding the running tasks until their predicted ends."""
         lines = []
         for nd in range(self.cp.n_nodes):
@@ -381,7 +381,7 @@ class Simulator:
             for t in self.running_on[nd]:
                 line.reserve(self.now, self.predicted_end_s(t), self.request(t))
             lines.append(line)
-        return lines
+        return Timelines(lines)
 
     # ---- applying decisions ----------------------------------------------------------
 

@@ -27,13 +27,15 @@ class NodeTimeline:
     lasts forever and is always empty). `used[i]` is the planned use in segment i.
     """
 
-    __slots__ = ("cap", "available_from", "times", "used")
+    __slots__ = ("cap", "available_from", "times", "used", "_last_use", "_row")
 
     def __init__(self, cap: Vec, available_from: float = 0.0) -> None:
         self.cap = cap
         self.available_from = available_from
         self.times: list[float] = [0.0]
         self.used: list[Vec] = [(0.0, 0.0, 0.0)]
+        self._last_use: npt.NDArray[np.float64] | None = None  # a Timelines' array this line keeps current
+        self._row = 0
 
     def can_host(self, req: Vec) -> bool:
         """Whether the node could ever run `req` (it is up and its capacity holds it, within 1e-9)."""
@@ -164,6 +166,8 @@ class NodeTimeline:
         for k in range(i, j):
             u = self.used[k]
             self.used[k] = (u[0] + req[0], u[1] + req[1], u[2] + req[2])
+        if self._last_use is not None:
+            self._last_use[self._row] = self.times[-1]
 
     def used_at(self, t: float) -> Vec:
         """Planned use at instant t."""
@@ -172,3 +176,19 @@ class NodeTimeline:
     def last_use_end(self) -> float:
         """When the last planned use ends (0.0 when nothing is planned)."""
         return self.times[-1] if len(self.times) > 1 else 0.0
+
+
+class Timelines(list[NodeTimeline]):
+    """Every node's planned use, with each node's availability and the end of its planned use as arrays.
+
+    What an earliest-finish search over all nodes reads first: a node whose planned use ends before a task
+    could start there starts it at once, without a slot search. The lines keep `last_use` current as they
+    are reserved.
+    """
+
+    def __init__(self, lines: list[NodeTimeline]) -> None:
+        super().__init__(lines)
+        self.available_from = np.array([line.available_from for line in lines], dtype=np.float64)
+        self.last_use = np.array([line.times[-1] for line in lines], dtype=np.float64)
+        for row, line in enumerate(lines):
+            line._last_use, line._row = self.last_use, row
