@@ -7,9 +7,11 @@ import math
 
 import pytest
 
-from dagsched.bench.budget import CLASSIC, budget_curve, exact_makespan, markdown_table, small_problems
+from dagsched.bench.budget import CLASSIC, budget_curve, markdown_table
+from dagsched.generate.small import small_problems
 from dagsched.model import Cluster, CompiledProblem, Edge, Link, Node, Problem, Task, Workflow, compile_problem
 from dagsched.schedulers import simulate
+from dagsched.schedulers.exact import exact_makespan
 from dagsched.schedulers.static import PlanState, StaticPlanner
 from dagsched.sim.engine import Simulator
 from dagsched.sim.slots import NodeTimeline

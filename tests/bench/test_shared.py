@@ -12,13 +12,13 @@ import pytest
 from dagsched.bench import report, shared_report, stats
 from dagsched.bench.runner import run_suite
 from dagsched.bench.store import ResultStore, load_results
+from dagsched.bench.suite_file import get_suite
 from dagsched.bench.suites import (
     SHARED_ARRIVALS,
     SHARED_CLUSTERS,
     SHARED_LOADS,
     SHARED_SKIP,
     STANDARD_SEEDS,
-    get_suite,
 )
 from dagsched.schedulers import registered_names
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from dagsched.bench.suites import CLASSIC, load_suite_file
+from dagsched.bench.suite_file import load_suite_file
+from dagsched.bench.suites import CLASSIC
 from dagsched.generate import generate_workflow
 from dagsched.io import write_workflow
 from dagsched.model.errors import InputError

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from dagsched.bench.suite_file import get_suite
 from dagsched.bench.suites import (
     CLASSIC,
     CLOUD,
@@ -17,7 +18,6 @@ from dagsched.bench.suites import (
     Entry,
     ProblemSpec,
     Suite,
-    get_suite,
     quick_suite,
     real_suite,
     real_traces,

@@ -10,7 +10,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dagsched.bench.budget import small_problems
+from dagsched.generate.small import small_problems
 from dagsched.model import Cluster, CompiledProblem, Node, Problem, Task, Workflow, compile_problem
 from dagsched.policy.files import PolicyFileError, save_policy
 from dagsched.policy.gnn import SchedulingPolicy

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dagsched.bench.budget import small_problems
+from dagsched.generate.small import small_problems
 from dagsched.model import CompiledProblem
 from dagsched.schedulers import simulate
 from dagsched.schedulers.tabu import Tabu

@@ -176,10 +176,10 @@ def perturb(inst: Instance, rng: np.random.Generator) -> Instance:
 def makespan(inst: Instance | CompiledProblem, scheduler: str, validate: bool = False) -> float:
     """Classic-mode makespan of `scheduler` on the instance; with `validate`, an invalid trace raises."""
     from dagsched.schedulers import simulate
-    from dagsched.sim.config import SimConfig
+    from dagsched.sim.config import MODES
 
     cp = inst.compiled() if isinstance(inst, Instance) else inst
-    result = simulate(cp, scheduler, SimConfig(classic=True), SIM_SEED, validate=validate)
+    result = simulate(cp, scheduler, MODES["classic"], SIM_SEED, validate=validate)
     if validate and not result.valid:
         raise RuntimeError(f"{scheduler} produced an invalid trace: {'; '.join(result.violations[:3])}")
     return result.metrics.makespan

@@ -5,116 +5,24 @@ about 1 ms to 1 s on a mix of synthetic workflows and small real traces, over se
 reports the mean makespan relative to HEFT's with 95 % bootstrap intervals (a PNG and a
 Markdown table). Tabu plans once, so its budget is the per-decision budget times the task count.
 
-`exact_makespan` is a branch and bound over (task, node) decisions in classic mode: tasks are
-appended to their node's end in nondecreasing (start, topological position) order, which
-enumerates every semi-active schedule exactly once (an optimal schedule is semi-active), and
-a branch is cut when a lower bound (current makespan; each unscheduled task's earliest start
-plus its longest remaining path on fastest nodes) reaches the incumbent (HEFT's makespan).
+`exact_gaps` measures each scheduler against the exact optimum of small classic problems
+(`dagsched.schedulers.exact`), on the small problems of `dagsched.generate.small`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from dagsched.model.compiled import CompiledProblem, data_arrival_s
-from dagsched.sim.config import SimConfig
+from dagsched.generate.small import small_problems
+from dagsched.model.compiled import CompiledProblem
+from dagsched.sim.config import MODES, SimConfig
 
-CLASSIC = SimConfig(classic=True)
-
-
-# ---- the exact optimum (classic mode) ------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ExactResult:
-    makespan: float
-    order: list[int]
-    """tasks in the order they are appended (nondecreasing start)"""
-    node: list[int]
-    """node of each task"""
-    nodes_explored: int
-
-
-def exact_makespan(cp: CompiledProblem, upper_bound: float = math.inf, max_nodes: int = 5_000_000) -> ExactResult:
-    """The optimal classic-mode makespan of a small single-submission problem by branch and bound."""
-    n, m = cp.n_tasks, cp.n_nodes
-    ex = cp.exec_s.tolist()
-    bw = cp.bandwidth.tolist()
-    lat = float(cp.latency_s)
-    ptr, idx, data = cp.pred_ptr.tolist(), cp.pred_idx.tolist(), cp.pred_data.tolist()
-    preds = [list(zip(idx[ptr[t] : ptr[t + 1]], data[ptr[t] : ptr[t + 1]], strict=True)) for t in range(n)]
-    submit = [float(cp.wf_submit_s[cp.task_wf[t]]) for t in range(n)]
-    t0 = float(cp.wf_submit_s.min())
-    pos = [0] * n
-    for i, t in enumerate(cp.topo.tolist()):
-        pos[t] = i
-    fastest = cp.exec_s.min(axis=1).tolist()
-    tail = [0.0] * n  # longest path from t's start to an exit on fastest nodes, transfers free
-    sptr, sidx = cp.succ_ptr.tolist(), cp.succ_idx.tolist()
-    for t in reversed(cp.topo.tolist()):
-        tail[t] = fastest[t] + max((tail[s] for s in sidx[sptr[t] : sptr[t + 1]]), default=0.0)
-    best: list[Any] = [upper_bound + 1e-6, [], []]
-    node = [-1] * n
-    finish = [0.0] * n
-    free = [0.0] * m
-    left = [len(p) for p in preds]
-    order: list[int] = []
-    explored = [0]
-
-    def data_ready(t: int, nd: int) -> float:
-        r = submit[t]
-        for p, d in preds[t]:
-            at = finish[p] if node[p] == nd else data_arrival_s(finish[p], d, bw[node[p]][nd], lat)
-            r = max(r, at)
-        return r
-
-    def rec(last: tuple[float, int], span: float) -> None:
-        explored[0] += 1
-        if explored[0] > max_nodes:
-            raise RuntimeError(f"exact search exceeded {max_nodes} nodes; use a smaller problem")
-        if len(order) == n:
-            if span < best[0] - 1e-9:
-                best[0], best[1], best[2] = span, list(order), list(node)
-            return
-        avail = [t for t in range(n) if node[t] < 0 and left[t] == 0]
-        lb = span
-        for t in avail:
-            est = min(max(free[nd], data_ready(t, nd)) for nd in range(m))
-            lb = max(lb, est - t0 + tail[t])
-        if lb >= best[0] - 1e-9:
-            return
-        moves = []
-        for t in avail:
-            for nd in range(m):
-                start = max(free[nd], data_ready(t, nd))
-                if (start, pos[t]) < last:
-                    continue  # not canonical: this schedule is enumerated in another order
-                moves.append((start + ex[t][nd], start, t, nd))
-        moves.sort()
-        for end, start, t, nd in moves:
-            if end - t0 >= best[0] - 1e-9:
-                continue
-            old = free[nd]
-            node[t], finish[t], free[nd] = nd, end, end
-            for s in sidx[sptr[t] : sptr[t + 1]]:
-                left[s] -= 1
-            order.append(t)
-            rec((start, pos[t]), max(span, end - t0))
-            order.pop()
-            for s in sidx[sptr[t] : sptr[t + 1]]:
-                left[s] += 1
-            node[t], free[nd] = -1, old
-
-    rec((-math.inf, -1), 0.0)
-    if not best[1]:
-        raise ValueError("no schedule beats the given upper bound")
-    return ExactResult(float(best[0]), list(best[1]), list(best[2]), explored[0])
+CLASSIC = MODES["classic"]
 
 
 def exact_gaps(
@@ -122,6 +30,7 @@ def exact_gaps(
 ) -> dict[str, list[float]]:
     """Per scheduler, its classic-mode makespan over the optimum, minus 1, on each problem."""
     from dagsched.schedulers import make_scheduler, simulate
+    from dagsched.schedulers.exact import exact_makespan
 
     gaps: dict[str, list[float]] = {}
     for cp in problems:
@@ -134,33 +43,6 @@ def exact_gaps(
                 span / opt - 1.0
             )
     return gaps
-
-
-def small_problems(count: int, seed: int = 0, max_tasks: int = 8, max_nodes: int = 3) -> list[CompiledProblem]:
-    """Random DAGs of 5 to `max_tasks` tasks on 2 to `max_nodes` unrelated nodes (classic costs)."""
-    from dagsched.model import Cluster, Edge, Link, Node, Problem, Task, Workflow, compile_problem
-
-    rng = np.random.default_rng(seed)
-    out = []
-    for i in range(count):
-        n, m = int(rng.integers(5, max_tasks + 1)), int(rng.integers(2, max_nodes + 1))
-        nodes = [Node(id=f"P{k}", cpu=1, mem=0) for k in range(m)]
-        tasks = [
-            Task(id=f"T{t}", runtime=10.0, costs={f"P{k}": float(rng.integers(2, 20)) for k in range(m)})
-            for t in range(n)
-        ]
-        edges = [
-            Edge(src=f"T{a}", dst=f"T{b}", data=float(rng.integers(0, 15)))
-            for b in range(n)
-            for a in range(b)
-            if rng.random() < 0.35
-        ]
-        links = [Link(a=f"P{a}", b=f"P{b}", bandwidth=1) for a in range(m) for b in range(a + 1, m)]
-        wf = Workflow(name=f"w{i}", tasks=tasks, edges=edges)
-        out.append(
-            compile_problem(Problem(name=f"small-{i}", workflows=[wf], cluster=Cluster(nodes=nodes, links=links)))
-        )
-    return out
 
 
 # ---- the quality-versus-budget curve ------------------------------------------------------------
@@ -292,7 +174,7 @@ def register(app: Any) -> None:
 
         if policy is None and default_policy_path().with_suffix(".safetensors").exists():
             policy = str(default_policy_path())
-        config = CLASSIC if mode == "classic" else SimConfig(noise_cv=0.2)
+        config = MODES[mode]
         out.mkdir(parents=True, exist_ok=True)
         budgets = [float(b) for b in budgets_ms.split(",")]
         seed_list = list(range(1, seeds + 1))

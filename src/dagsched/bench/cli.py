@@ -138,7 +138,7 @@ def register(app: typer.Typer) -> None:
         """Run every (problem, scheduler, seed, mode) cell of a suite; finished cells are skipped."""
         from dagsched.bench.runner import run_suite
         from dagsched.bench.store import load_results
-        from dagsched.bench.suites import get_suite
+        from dagsched.bench.suite_file import get_suite
 
         try:
             chosen = get_suite(suite)

@@ -19,7 +19,7 @@ import numpy as np
 
 from dagsched.bench import stats
 from dagsched.model.compiled import CompiledProblem
-from dagsched.sim.config import SimConfig
+from dagsched.sim.config import MODES, SimConfig
 from dagsched.sim.export import draw_gantt
 
 Rebuild = Callable[[str], CompiledProblem]
@@ -227,13 +227,9 @@ def demo_problem() -> CompiledProblem:
 
 
 def mode_config(mode: str) -> tuple[SimConfig, str]:
-    """The simulator settings of a result's mode (the suites' built-in modes), and how they were found."""
-    try:
-        from dagsched.bench.suites import BUILTIN_MODES as modes
-    except ImportError:
-        modes = {}
-    if mode in modes:
-        return modes[mode].config(), f"with the benchmark's '{mode}' settings"
+    """The simulator settings of a result's mode (the named modes), and how they were found."""
+    if mode in MODES:
+        return MODES[mode], f"with the '{mode}' mode's settings"
     return SimConfig(classic=mode == "classic"), f"with default {'classic' if mode == 'classic' else 'cloud'} settings"
 
 
@@ -275,7 +271,7 @@ def plot_gantt(
             f"seed {seed}), re-simulated {how}"
         )
     else:
-        cp, config, seed = demo_problem(), SimConfig(classic=True), 0
+        cp, config, seed = demo_problem(), MODES["classic"], 0
         caption = (
             "Gantt chart of a built-in 20-task, 4-node layered problem in classic mode, not one from these "
             f"results: {why}."

@@ -320,7 +320,7 @@ def suite_rebuild(rows: Iterable[Mapping[str, Any]]) -> Rebuild | None:
     """
     names = sorted({str(r["suite"]) for r in rows if r.get("suite")})
     try:
-        from dagsched.bench.suites import get_suite
+        from dagsched.bench.suite_file import get_suite
     except ImportError:
         return None
     if not names:

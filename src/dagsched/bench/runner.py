@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dagsched.bench.store import ResultStore
-from dagsched.bench.suites import Cell, Mode, ProblemSpec, Suite, cluster_label, get_suite
+from dagsched.bench.suite_file import get_suite
+from dagsched.bench.suites import Cell, Mode, ProblemSpec, Suite, cluster_label
 
 if TYPE_CHECKING:
     from dagsched.model.compiled import CompiledProblem
@@ -130,6 +131,7 @@ def run_cell(cp: CompiledProblem, spec: ProblemSpec, scheduler: str, seed: int, 
         "decision_latency_mean_ms": m.decision_latency_mean_ms,
         "decision_latency_p99_ms": m.decision_latency_p99_ms,
         "decisions": m.decisions,
+        "objective": objective_value(cp, result.trace, mode.config()),
         "valid": result.valid,
         "error": None if result.valid else "invalid trace: " + "; ".join(result.violations[:3]),
     }
@@ -137,6 +139,13 @@ def run_cell(cp: CompiledProblem, spec: ProblemSpec, scheduler: str, seed: int, 
         row |= stream_columns(cp, result.trace, mode.config()) | {"load": spec.load, "arrival": spec.arrival}
     row["wall_s"] = time.perf_counter() - t0
     return row
+
+
+def objective_value(cp: CompiledProblem, trace: Any, config: Any) -> float:
+    """The one objective (`dagsched.sim.objective`) at its default weights, against the lower bounds."""
+    from dagsched.sim.objective import ObjectiveWeights, lower_bound_baseline, objective_terms
+
+    return ObjectiveWeights().combine(objective_terms(cp, trace, config, lower_bound_baseline(cp, config)))
 
 
 def stream_columns(cp: CompiledProblem, trace: Any, config: Any) -> Row:

@@ -40,6 +40,7 @@ STREAM_VIEW: list[tuple[str, Callable[[Mapping[str, Any]], str]]] = [
     ("util cpu", lambda e: stats.fmt(e["util_cpu_mean"], 3)),
     ("util gpu", lambda e: stats.fmt(e["util_gpu_mean"], 3)),
     ("fairness", lambda e: stats.fmt(e["fairness_mean"], 3)),
+    ("objective mean", lambda e: stats.fmt(e["objective_mean"])),
     (
         f"W/T/L vs {stats.BASELINE}",
         lambda e: "–" if e["wins"] is None else f"{e['wins']}/{e['ties']}/{e['losses']}",
@@ -62,7 +63,7 @@ def _at_load(rows: Sequence[Row], load: float) -> list[Row]:
 
 
 def view_cells(table: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    return [h for h, _ in STREAM_VIEW], [[f(e) for _, f in STREAM_VIEW] for e in table]
+    return stats.view_cells(table, STREAM_VIEW)
 
 
 def paired_ratio(rows: Sequence[Row], scheduler: str, other: str, key: str = "completion_mean") -> float:

@@ -22,7 +22,7 @@ import numpy.typing as npt
 Row = Mapping[str, Any]
 InstanceKey = tuple[Any, ...]
 
-METRICS = ("makespan", "cost", "sla_hit_rate", "utilisation")
+METRICS = ("makespan", "cost", "sla_hit_rate", "utilisation", "objective")
 """The per-run figures summarised with mean, median and a bootstrap CI."""
 
 STREAM_METRICS = ("completion_mean", "completion_p95", "slowdown_mean", "queue_mean", "sla_steady", "util_cpu")
@@ -348,6 +348,7 @@ SUMMARY_VIEW: list[tuple[str, Callable[[Mapping[str, Any]], str]]] = [
     ("cost mean [95% CI]", lambda e: _with_ci(e, "cost")),
     ("SLA hit rate [95% CI]", lambda e: _with_ci(e, "sla_hit_rate")),
     ("utilisation mean", lambda e: fmt(e["utilisation_mean"])),
+    ("objective mean", lambda e: fmt(e["objective_mean"])),
     (
         f"W/T/L vs {BASELINE}",
         lambda e: "–" if e["wins"] is None else f"{e['wins']}/{e['ties']}/{e['losses']}",
@@ -367,10 +368,22 @@ def table_cells(
         lead = [k for k in table[0] if k not in ("scheduler", "n", "excluded") and not k.startswith(_STAT_PREFIXES)]
         lead = [k for k in lead if k not in ("wins", "ties", "losses", "p_value", "median_log_ratio")]
         view = [(k, (lambda e, k=k: fmt(e[k]))) for k in lead] + SUMMARY_VIEW
-        headers = [h for h, _ in view]
-        return headers, [[f(e) for _, f in view] for e in table]
+        return view_cells(table, view)
     keys = list(columns) if columns is not None else list(table[0])
     return keys, [[fmt(e.get(k)) for k in keys] for e in table]
+
+
+OPTIONAL_COLUMNS = ("objective mean",)
+"""Columns left out of a table when no row has the figure (results stored before it existed)."""
+
+
+def view_cells(
+    table: Sequence[Mapping[str, Any]], view: Sequence[tuple[str, Callable[[Mapping[str, Any]], str]]]
+) -> tuple[list[str], list[list[str]]]:
+    """Headers and cells of `table` under `view`, without an optional column that is empty in every row."""
+    cells = [[f(e) for _, f in view] for e in table]
+    keep = [i for i, (h, _) in enumerate(view) if h not in OPTIONAL_COLUMNS or any(row[i] != "–" for row in cells)]
+    return [view[i][0] for i in keep], [[row[i] for i in keep] for row in cells]
 
 
 _STAT_PREFIXES = tuple(f"{m}_" for m in (*METRICS, *STREAM_METRICS, "ratio_best", "slr"))

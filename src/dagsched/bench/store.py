@@ -45,6 +45,7 @@ cells = sa.Table(
     sa.Column("decision_latency_mean_ms", sa.Float),
     sa.Column("decision_latency_p99_ms", sa.Float),
     sa.Column("decisions", sa.Integer),
+    sa.Column("objective", sa.Float),
     # streams on a shared cluster (kind "stream"): steady-state figures, `sim.metrics.stream_metrics`
     sa.Column("load", sa.Float),
     sa.Column("arrival", sa.String),

@@ -45,3 +45,18 @@ class SimConfig(BaseModel):
     @property
     def effective_boot_delay(self) -> bool:
         return self.boot_delay and not self.classic
+
+
+MODES: dict[str, SimConfig] = {
+    "classic": SimConfig(classic=True),
+    "cloud": SimConfig(noise_cv=0.2),
+    "shared": SimConfig(noise_cv=0.3, mtbf_s=86_400.0, straggler_rate_per_h=0.5),
+}
+"""The named modes every part of dagsched means by these words: `classic` is the textbook model of HEFT and
+CPOP; `cloud` adds runtime noise (CV 0.2); `shared` is a loaded cloud (noise CV 0.3, each node failing once a
+day on average and repaired in 10 minutes on average, 3x straggler episodes of about 5 minutes twice an hour)."""
+
+
+def mode_settings(name: str) -> dict[str, object]:
+    """The SimConfig fields a named mode sets (what differs from the defaults)."""
+    return MODES[name].model_dump(exclude_defaults=True)
