@@ -15,7 +15,7 @@ tens of thousands of states of different sizes stays small.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -252,6 +252,34 @@ def fit(
             n_batches += 1
     policy.eval()
     return {k: v / max(n_batches, 1) for k, v in stats.items()}
+
+
+def dagger_round(
+    policy: SchedulingPolicy,
+    optimizer: torch.optim.Optimizer,
+    episodes: Iterable[tuple[SchedulingEnv, int, dict[str, Any] | None]],
+    beta: float,
+    rng: np.random.Generator,
+    buffer: list[Sample],
+    epochs: int,
+    batch_size: int,
+    buffer_size: int | None = None,
+    learner: bool = True,
+) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """One DAgger round: play each (env, seed, reset options) episode, mixing the teacher (probability `beta`)
+    and the learner (`learner`: else the teacher alone), add the labelled states to `buffer` (the oldest
+    dropped past `buffer_size`), then fit. Returns the fit's mean losses and each episode's final info.
+
+    `episodes` may be a generator: each is drawn just before it is played, so draws from `rng` in the
+    caller and in the episodes interleave as they come."""
+    infos = []
+    for env, seed, options in episodes:
+        samples, info = play_episode(env, policy if learner else None, beta, rng, seed, options)
+        buffer.extend(samples)
+        infos.append(info)
+    if buffer_size is not None:
+        del buffer[: max(len(buffer) - buffer_size, 0)]
+    return fit(policy, optimizer, buffer, epochs, batch_size, rng), infos
 
 
 def greedy_makespan(

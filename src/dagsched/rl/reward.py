@@ -1,4 +1,4 @@
-"""Reward: weighted per-step terms whose episode sums are the episode objective.
+"""Reward: weighted per-step terms whose episode sums are the episode objective (`dagsched.sim.objective`).
 
 Five terms, each normalised by a per-instance baseline (HEFT's plan on predicted runtimes,
 or the lower bound) so that problems of very different sizes give rewards of one scale:
@@ -26,50 +26,38 @@ The total reward is `-Σ weight × term`; default weights 0.4 / 0.3 / 0.2 / 0.1 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
 from dagsched.model.compiled import CompiledProblem
 from dagsched.model.graph import default_deadlines_s
 from dagsched.sim.config import SimConfig
 from dagsched.sim.engine import Simulator
-from dagsched.sim.metrics import compute_metrics, lower_bound_s
-from dagsched.sim.trace import Trace
-
-TERMS = ("makespan", "cost", "sla", "fragmentation", "load")
+from dagsched.sim.objective import (
+    TERMS,
+    Baseline,
+    ObjectiveWeights,
+    load_std_integral_s,
+    lower_bound_baseline,
+    objective_terms,
+)
 
 BaselineKind = Literal["heft", "lower_bound"]
 
+RewardWeights = ObjectiveWeights
+"""The reward's weights are the objective's (`dagsched.sim.objective.ObjectiveWeights`)."""
 
-class RewardWeights(BaseModel):
-    """Weight of each objective term in the scalar reward."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    makespan: float = Field(0.4, ge=0, description="weight of makespan / baseline makespan")
-    cost: float = Field(0.3, ge=0, description="weight of billed cost / baseline cost")
-    sla: float = Field(0.2, ge=0, description="weight of the share of workflows missing their deadline")
-    fragmentation: float = Field(0.1, ge=0, description="weight of the idle-capacity integral")
-    load: float = Field(0.05, ge=0, description="weight of the load-imbalance integral")
-
-    def combine(self, terms: dict[str, float]) -> float:
-        """The scalar reward of per-step terms (already signed: each term <= 0)."""
-        return float(sum(getattr(self, name) * terms[name] for name in TERMS))
-
-
-@dataclass(frozen=True)
-class Baseline:
-    """What the objective is measured against on one problem."""
-
-    kind: str
-    makespan_s: float
-    cost: float
-
-    def as_dict(self) -> dict[str, float | str]:
-        return {"kind": self.kind, "makespan_s": self.makespan_s, "cost": self.cost}
+__all__ = [
+    "TERMS",
+    "Baseline",
+    "BaselineKind",
+    "RewardTracker",
+    "RewardWeights",
+    "compute_baseline",
+    "load_std_integral_s",
+    "objective_terms",
+]
 
 
 def compute_baseline(cp: CompiledProblem, config: SimConfig, kind: BaselineKind = "heft") -> Baseline:
@@ -88,44 +76,10 @@ def compute_baseline(cp: CompiledProblem, config: SimConfig, kind: BaselineKind 
             billing_minimum_s=config.billing_minimum_s,
         )
         result = simulate(cp, "heft", exact, seed=0, validate=False)
-        makespan, cost = result.metrics.makespan, result.metrics.cost
-    elif kind == "lower_bound":
-        makespan = lower_bound_s(cp, config.classic)
-        share = np.ones_like(cp.exec_s) if config.classic else cp.req[:, :1] / cp.cap[None, :, 0]
-        cost = float((cp.exec_s * cp.price_per_hour[None, :] * share).min(axis=1).sum() / 3600.0)
-    else:
-        raise ValueError(f"unknown baseline '{kind}'; choose 'heft' or 'lower_bound'")
-    return Baseline(kind, makespan if makespan > 0 else 1.0, cost if cost > 0 else 1.0)
-
-
-def load_std_integral_s(cp: CompiledProblem, trace: Trace) -> float:
-    """∫ (std over nodes of used cpu / cpu capacity) dt over the run, from the trace's attempts alone."""
-    attempts = trace.attempts
-    if not attempts:
-        return 0.0
-    m = cp.n_nodes
-    cpu_cap = np.ones(m) if trace.classic else cp.cap[:, 0]
-    task = np.array([a.task for a in attempts], dtype=np.int64)
-    node = np.array([a.node for a in attempts], dtype=np.int64)
-    cpu = np.ones(len(attempts)) if trace.classic else cp.req[task, 0]
-    times = np.concatenate([[a.start for a in attempts], [a.end for a in attempts]])
-    grid = np.unique(times)
-    change = np.zeros((len(grid), m))
-    np.add.at(change, (np.searchsorted(grid, times), np.concatenate([node, node])), np.concatenate([cpu, -cpu]))
-    util = np.cumsum(change, axis=0) / cpu_cap  # constant over [grid[i], grid[i + 1])
-    return float((util[:-1].std(axis=1) * np.diff(grid)).sum())
-
-
-def objective_terms(cp: CompiledProblem, trace: Trace, config: SimConfig, baseline: Baseline) -> dict[str, float]:
-    """The episode objective from the trace (each term >= 0); the per-step rewards sum to minus these."""
-    metrics = compute_metrics(cp, trace, config)
-    return {
-        "makespan": metrics.makespan / baseline.makespan_s,
-        "cost": metrics.cost / baseline.cost,
-        "sla": 1.0 - metrics.sla_hit_rate,
-        "fragmentation": metrics.fragmentation * metrics.makespan / baseline.makespan_s,
-        "load": load_std_integral_s(cp, trace) / baseline.makespan_s,
-    }
+        return Baseline.of(kind, result.metrics.makespan, result.metrics.cost)
+    if kind == "lower_bound":
+        return lower_bound_baseline(cp, config)
+    raise ValueError(f"unknown baseline '{kind}'; choose 'heft' or 'lower_bound'")
 
 
 class RewardTracker:

@@ -30,6 +30,7 @@ import resource
 import shlex
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -42,10 +43,10 @@ from dagsched.model.entities import Problem
 from dagsched.policy.files import load_policy, save_policy
 from dagsched.policy.gnn import PolicyConfig, SchedulingPolicy
 from dagsched.rl.env import SchedulingEnv
-from dagsched.rl.imitation import Sample, fit, play_episode
-from dagsched.sim.config import SimConfig
+from dagsched.rl.imitation import Sample, dagger_round
+from dagsched.sim.config import SimConfig, mode_settings
 
-MODES: dict[str, dict[str, Any]] = {"classic": {"classic": True}, "cloud": {"noise_cv": 0.2}}
+MODES: dict[str, dict[str, Any]] = {name: mode_settings(name) for name in ("classic", "cloud")}
 """Simulator settings of the two modes (the benchmark's `classic` and `cloud`)."""
 
 
@@ -332,24 +333,27 @@ def train(cfg: TrainConfig, command: str | None = None) -> dict[str, Any]:
             for mode in cfg.modes
         }
         beta = max(cfg.beta_min, 1.0 - r / max(cfg.imitation_rounds - 1, 1) * (1.0 - cfg.beta_min))
-        returns, ratios = [], []
-        for _ in range(cfg.episodes_per_round):
-            seed = int(rng.integers(2**31))
-            mode = cfg.modes[int(rng.integers(len(cfg.modes)))]
-            options = None
-            if pools[s] and rng.random() < cfg.recipe_share:
-                env = envs[("hetero-16", mode)] if ("hetero-16", mode) in envs else next(iter(envs.values()))
-                options = {"problem": pools[s][int(rng.integers(len(pools[s])))]}
-            else:
-                cl = cfg.clusters[int(rng.integers(len(cfg.clusters)))]
-                env = envs[(cl, mode)]
-            samples, info = play_episode(env, policy if r > 0 else None, beta, rng, seed, options)
-            buffer.extend(samples)
-            returns.append(info["return"])
-            if "makespan" in info:
-                ratios.append(info["makespan"] / info["baseline"]["makespan_s"])
-        del buffer[: max(len(buffer) - cfg.buffer_size, 0)]
-        stats = fit(policy, optimizer, buffer, cfg.epochs, cfg.batch_size, rng)
+
+        def episodes(
+            pool: list[Problem] = pools[s], envs: dict[tuple[str, str], SchedulingEnv] = envs
+        ) -> Iterator[tuple[SchedulingEnv, int, dict[str, Any] | None]]:
+            for _ in range(cfg.episodes_per_round):
+                seed = int(rng.integers(2**31))
+                mode = cfg.modes[int(rng.integers(len(cfg.modes)))]
+                options = None
+                if pool and rng.random() < cfg.recipe_share:
+                    env = envs[("hetero-16", mode)] if ("hetero-16", mode) in envs else next(iter(envs.values()))
+                    options = {"problem": pool[int(rng.integers(len(pool)))]}
+                else:
+                    cl = cfg.clusters[int(rng.integers(len(cfg.clusters)))]
+                    env = envs[(cl, mode)]
+                yield env, seed, options
+
+        stats, infos = dagger_round(
+            policy, optimizer, episodes(), beta, rng, buffer, cfg.epochs, cfg.batch_size, cfg.buffer_size, r > 0
+        )
+        returns = [info["return"] for info in infos]
+        ratios = [info["makespan"] / info["baseline"]["makespan_s"] for info in infos if "makespan" in info]
         state["round"] = r + 1
         scalars = {
             **stats,

@@ -25,8 +25,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from dagsched.model.errors import InputError, parse
-from dagsched.rl.reward import RewardWeights
 from dagsched.service.rules import Rule, compile_rules
+from dagsched.sim.objective import ObjectiveWeights
 
 
 class Breaker(BaseModel):
@@ -59,7 +59,7 @@ class RuntimeConfig(BaseModel):
     breaker: Breaker = Field(default_factory=Breaker)
     skew: Skew = Field(default_factory=Skew)
     shadow: str | None = Field(None, description="scheduler that also plans every request, for comparison")
-    reward_weights: RewardWeights = Field(default_factory=RewardWeights)
+    reward_weights: ObjectiveWeights = Field(default_factory=ObjectiveWeights)
 
     _compiled: list[Rule] = PrivateAttr(default_factory=list)
 

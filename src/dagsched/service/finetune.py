@@ -8,7 +8,7 @@ those requests, judged on requests it never saw, is a safe way to follow the dri
 What runs, in order:
 
 1. read: first plans (not re-plans) labelled `--env`, newer than `--since`, from the store; each
-   request becomes a problem exactly as the planner built it (`planner.build_problem`: the nodes'
+   request becomes a problem exactly as the planner built it (`problem.build_problem`: the nodes'
    free capacity is the capacity; the runtime config's rules are not logged, so none apply).
    Records of any other label (dev, test) never enter.
 2. split: a plan is held out when sha256(plan id) falls under `--holdout`: the same logs give the
@@ -33,7 +33,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -163,7 +163,7 @@ def read_logged_problems(
     import sqlalchemy as sa
 
     from dagsched.io import workflow_from_dict
-    from dagsched.service.planner import build_problem
+    from dagsched.service.problem import build_problem
     from dagsched.service.schemas import ScheduleRequest
     from dagsched.service.store import make_engine, plans
 
@@ -237,7 +237,7 @@ def fine_tune(policy: Any, problems: list[LoggedProblem], cfg: FinetuneConfig) -
     import torch
 
     from dagsched.rl.env import EnvConfig, SchedulingEnv
-    from dagsched.rl.imitation import Sample, fit, play_episode
+    from dagsched.rl.imitation import Sample, dagger_round
 
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
@@ -254,13 +254,15 @@ def fine_tune(policy: Any, problems: list[LoggedProblem], cfg: FinetuneConfig) -
     optimizer = torch.optim.Adam(new.parameters(), lr=cfg.lr)
     buffer: list[Sample] = []
     stats: dict[str, float] = {}
-    for _ in range(cfg.rounds):
-        new.eval()
+
+    def episodes() -> Iterator[tuple[Any, int, dict[str, Any]]]:
         for p in problems:
             seed = int(rng.integers(2**31))
-            samples, _ = play_episode(env, new, cfg.beta, rng, seed, {"problem": p.cp, "sim_seed": seed})
-            buffer.extend(samples)
-        stats = fit(new, optimizer, buffer, cfg.epochs, cfg.batch_size, rng)
+            yield env, seed, {"problem": p.cp, "sim_seed": seed}
+
+    for _ in range(cfg.rounds):
+        new.eval()
+        stats, _ = dagger_round(new, optimizer, episodes(), cfg.beta, rng, buffer, cfg.epochs, cfg.batch_size)
     new.eval()
     stats["states"] = float(len(buffer))
     return new, stats

@@ -2,13 +2,11 @@
 
 How a request becomes a plan:
 
-1. The workflow is read by `workflow_from_dict` (native or WfFormat); the request's nodes
-   become the cluster, **with each node's `free` capacity as its capacity** (what is in use
-   now is not ours to plan on). Nodes with no free cpu are left out, named in `rejected_nodes`.
-2. The config's filter rules are evaluated for every (node, task) pair. The pairs that pass
-   form the compiled problem's `allowed` matrix, which the simulator's one legality check
-   honours (no scheduler can start a forbidden pair, and no planner plans one). A task that
-   no node admits makes the request impossible: 422 naming it.
+1. The workflow is read by `workflow_from_dict` (native or WfFormat) and made a problem by
+   `service.problem.build_problem`: the nodes' free capacity as the cluster, and the config's
+   filter rules as the compiled problem's `allowed` matrix, which the simulator's one legality
+   check honours (no scheduler can start a forbidden pair, and no planner plans one).
+2. A task that no node admits makes the request impossible: 422 naming it.
 3. The scheduler runs in `Simulator` with `SimConfig()` defaults (no noise, failures or
    stragglers: cloud mode on predictions), validated by the independent validator.
 4. The learned policy (`drl`) runs behind a breaker and a per-decision deadline; if it is
@@ -16,15 +14,15 @@ How a request becomes a plan:
    says `fallback: true` with the reason (also counted in `dagsched_fallbacks_total`).
 5. The load-skew monitor: when the std of the nodes' cpu utilisation (from the request) is
    over the threshold, the next N task placements go round-robin among feasible nodes.
-6. Evidence per assignment: the top alternatives with their estimated finish on each node in
-   the final plan's context (HEFT's own criterion), the constraints that rejected nodes, and
-   the terms of the objective (execution, data wait, queue wait, cost).
+6. Evidence per assignment (`dagsched.explain.evidence`): the top alternatives with their
+   estimated finish on each node in the final plan's context (HEFT's own criterion), the
+   constraints that rejected nodes, and the terms of the placement; the plan's score is the
+   one objective (`dagsched.sim.objective`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import threading
@@ -35,24 +33,22 @@ from typing import Any
 
 import numpy as np
 
+from dagsched.explain.evidence import evidence
 from dagsched.io import workflow_from_dict
-from dagsched.model import EPS as _EPS
-from dagsched.model import Cluster, CompiledProblem, Node, Problem, compile_problem
-from dagsched.model.errors import InputError, parse
-from dagsched.rl.reward import RewardWeights
+from dagsched.model import CompiledProblem
+from dagsched.model.errors import InputError
 from dagsched.schedulers import make_scheduler, registered_names, simulate
 from dagsched.schedulers.base import Scheduler
 from dagsched.service.config import RuntimeConfig
-from dagsched.service.rules import Rule, failing_rule
+from dagsched.service.problem import build_problem, canonical_json
 from dagsched.service.schemas import NodeState, ScheduleRequest
 from dagsched.service.store import EncodedJSON
+from dagsched.sim.config import SimConfig
 from dagsched.sim.decision import Decision, DecisionPoint
+from dagsched.sim.objective import ObjectiveWeights, lower_bound_baseline, objective_terms
 from dagsched.sim.run import RunResult
-from dagsched.sim.slots import NodeTimeline
 
 log = logging.getLogger("dagsched.service")
-
-EVIDENCE_TOP = 3
 
 
 class DeadlineExceeded(RuntimeError):
@@ -176,195 +172,15 @@ class Planned:
     inference_s: list[float]
 
 
-def node_view(n: NodeState) -> dict[str, Any]:
-    """What a rule sees as `node`."""
-    free = n.free
-    return {
-        "id": n.id,
-        "cpu": n.cpu,
-        "mem": n.mem,
-        "gpu": n.gpu,
-        "cpu_free": free.cpu if free else n.cpu,
-        "mem_free": free.mem if free else n.mem,
-        "gpu_free": free.gpu if free else n.gpu,
-        "speed": n.speed,
-        "price_per_hour": n.price_per_hour,
-        "labels": n.labels,
-    }
-
-
-def task_view(task: Any) -> dict[str, Any]:
-    """What a rule sees as `task`."""
-    return {
-        "id": task.id,
-        "runtime": task.runtime,
-        "cpu": task.cpu,
-        "mem": task.mem,
-        "gpu": task.gpu,
-        "priority": task.priority,
-        "critical": task.critical,
-        "labels": task.labels,
-    }
-
-
-def canonical_json(data: Any) -> str:
-    """JSON with sorted keys and no spaces: equal data, equal text (what input digests are taken of)."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"))
-
-
-def build_problem(
-    workflow: Any,
-    nodes: list[NodeState],
-    rules: list[Rule],
-    max_tasks: int,
-    pins: dict[str, str] | None = None,
-    avoid: dict[str, str] | None = None,
-) -> tuple[CompiledProblem, np.ndarray, dict[tuple[int, int], str], list[dict[str, str]]]:
-    """The compiled problem on the nodes' free capacity, the allowed (task, node) matrix, why pairs are not.
-
-    `pins` keeps a task on one node (a running task, in a re-plan); `avoid` keeps a migrated task
-    off the node it overran on, unless no other node admits it.
-    """
-    pins, avoid = pins or {}, avoid or {}
-    if len(workflow.tasks) > max_tasks:
-        raise InputError("workflow.tasks", f"{len(workflow.tasks)} tasks is over this service's limit of {max_tasks}")
-    seen: set[str] = set()
-    for i, n in enumerate(nodes):
-        if n.id in seen:
-            raise InputError(f"nodes[{i}].id", f"duplicate node id '{n.id}'")
-        seen.add(n.id)
-        if n.free and (n.free.cpu > n.cpu + _EPS or n.free.mem > n.mem + _EPS or n.free.gpu > n.gpu):
-            raise InputError(f"nodes[{i}].free", f"node '{n.id}' has more free than its total capacity")
-    usable = [n for n in nodes if (n.free.cpu if n.free else n.cpu) > 0]
-    rejected_nodes = [{"node": n.id, "constraint": "no free cpu"} for n in nodes if n not in usable]
-    if not usable:
-        raise InputError("nodes", "no node has any free cpu: nothing can be planned")
-    cluster = Cluster(
-        nodes=[
-            Node(
-                id=n.id,
-                cpu=n.free.cpu if n.free else n.cpu,
-                mem=n.free.mem if n.free else n.mem,
-                gpu=n.free.gpu if n.free else n.gpu,
-                speed=n.speed,
-                price_per_hour=n.price_per_hour,
-                bandwidth=n.bandwidth,
-                labels=n.labels,
-            )
-            for n in usable
-        ]
-    )
-    wf = workflow.model_copy(update={"submit_time": 0.0})
-    try:
-        problem: Problem = parse(Problem, {"name": wf.name, "workflows": [wf], "cluster": cluster})
-    except InputError as err:
-        field = err.field.replace("workflows[0].", "workflow.").replace("workflows[0]", "workflow")
-        raise InputError(field, err.fault + " (on the nodes' free capacity)") from None
-    cp = compile_problem(problem)
-    fits = np.all(cp.req[:, None, :] <= cp.cap[None, :, :] + _EPS, axis=2)  # (tasks, nodes)
-    allowed = fits.copy()
-    why: dict[tuple[int, int], str] = {}
-    views = [node_view(n) for n in usable] if rules else []
-    for t, task in enumerate(wf.tasks):
-        for nd in np.flatnonzero(~fits[t]):
-            nd = int(nd)
-            short = [
-                f"{r} {cp.req[t, k]:g} > free {cp.cap[nd, k]:g}"
-                for k, r in enumerate(("cpu", "mem", "gpu"))
-                if cp.req[t, k] > cp.cap[nd, k] + _EPS
-            ]
-            why[(t, nd)] = "capacity: " + ", ".join(short)
-        if rules:
-            tv = task_view(task)
-            for nd in np.flatnonzero(fits[t]):
-                rule = failing_rule(rules, views[nd], tv)
-                if rule is not None:
-                    allowed[t, nd] = False
-                    why[(t, int(nd))] = f"rule {rule.name}: {rule.expr}"
-        if task.id in pins:
-            keep = cp.node_ids.index(pins[task.id])
-            for nd in range(cp.n_nodes):
-                if nd != keep and allowed[t, nd]:
-                    allowed[t, nd] = False
-                    why[(t, nd)] = f"running on {pins[task.id]}"
-        if task.id in avoid and avoid[task.id] in cp.node_ids:
-            nd = cp.node_ids.index(avoid[task.id])
-            if allowed[t].sum() > 1 and allowed[t, nd]:
-                allowed[t, nd] = False
-                why[(t, nd)] = "migrated off it: ran past 200 % of its prediction there"
-        if not allowed[t].any():
-            reasons = "; ".join(f"{cp.node_ids[nd]}: {why[(t, nd)]}" for nd in range(min(cp.n_nodes, 5)))
-            raise InputError(f"workflow.tasks[{t}]", f"task '{task.id}' is rejected by every node ({reasons})")
-    if not allowed.all():
-        cp = cp.with_allowed(allowed)
-    return cp, allowed, why, rejected_nodes
-
-
-def evidence(cp: CompiledProblem, result: RunResult, allowed: np.ndarray, why: dict, score_kind: str) -> dict:
-    """Per task: alternatives scored by estimated finish in the final plan's context, rejections, terms."""
-    done = {a.task: a for a in result.trace.attempts if a.outcome == "done"}
-    lines = [NodeTimeline((float(c[0]), float(c[1]), float(c[2]))) for c in cp.cap]
-    for a in done.values():
-        r = cp.req[a.task]
-        lines[a.node].reserve(a.start, a.end, (float(r[0]), float(r[1]), float(r[2])))
-    cheap = cp.n_tasks * cp.n_nodes > 200_000  # large plans: contention-free estimates (one pass)
-    out: dict[int, dict] = {}
-    node_of = np.full(cp.n_tasks, -1, dtype=np.int64)
-    end_of = np.zeros(cp.n_tasks)
-    for a in done.values():
-        node_of[a.task], end_of[a.task] = a.node, a.end
-    for t, a in done.items():
-        parents = cp.preds(t)
-        arrival = cp.input_arrival_s(t, node_of, end_of, 0.0)
-        latest_parent = float(end_of[parents].max(initial=0.0))
-        req = (float(cp.req[t, 0]), float(cp.req[t, 1]), float(cp.req[t, 2]))
-        alts = []
-        for nd in np.flatnonzero(allowed[t]):
-            nd = int(nd)
-            if nd == a.node:
-                start, finish = a.start, a.end
-            else:
-                ex = float(cp.exec_s[t, nd])
-                start = float(arrival[nd]) if cheap else lines[nd].earliest_start(float(arrival[nd]), ex, req)
-                finish = start + ex
-            alts.append((finish, nd != a.node, nd, start))
-        alts.sort()
-        top = alts[:EVIDENCE_TOP]
-        if not any(not other for _, other, _, _ in top):
-            top = top[: EVIDENCE_TOP - 1] + [x for x in alts if not x[1]]
-        exec_s = a.end - a.start
-        out[t] = {
-            "score": score_kind,
-            "alternatives": [
-                {"node": cp.node_ids[nd], "score": f, "start": s, "finish": f, "chosen": not other}
-                for f, other, nd, s in top
-            ],
-            "rejected": [{"node": cp.node_ids[nd], "constraint": why[(t, nd)]} for nd in np.flatnonzero(~allowed[t])],
-            "terms": {
-                "exec_s": exec_s,
-                "data_wait_s": max(0.0, float(arrival[a.node]) - latest_parent),
-                "queue_wait_s": max(0.0, a.start - float(arrival[a.node])),
-                "cost": exec_s * float(cp.price_per_hour[a.node]) / 3600.0,
-            },
-        }
-    return out
-
-
-def objective(result: RunResult, weights: RewardWeights) -> dict[str, Any]:
-    """The plan's objective terms (each normalised so 0 is ideal) and their weighted sum."""
-    m = result.metrics
-    terms = {
-        "makespan": m.makespan / m.lower_bound - 1.0 if m.lower_bound > 0 else 0.0,
-        "cost": m.cost,
-        "sla": 1.0 - m.sla_hit_rate,
-        "fragmentation": m.fragmentation,
-        "load": m.load_std,
-    }
+def objective(cp: CompiledProblem, result: RunResult, weights: ObjectiveWeights) -> dict[str, Any]:
+    """The plan's objective (`dagsched.sim.objective`, against the lower bounds): its terms, their weighted sum."""
+    baseline = lower_bound_baseline(cp, SimConfig())
+    terms = objective_terms(cp, result.trace, SimConfig(), baseline)
     return {
         "weights": weights.model_dump(),
         "terms": terms,
-        "value": float(sum(getattr(weights, k) * v for k, v in terms.items())),
-        "lower_bound_s": m.lower_bound,
+        "value": weights.combine(terms),
+        "lower_bound_s": baseline.makespan_s,
     }
 
 
@@ -504,7 +320,7 @@ class Planner:
             "requested_scheduler": requested,
             "workflow": wf.name,
             "model_version": model_version,
-            "objective": objective(result, weights),
+            "objective": objective(cp, result, weights),
             "rejected_nodes": rejected_nodes,
             "notes": notes,
             "root_id": root_id or plan_id,

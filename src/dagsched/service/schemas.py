@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dagsched.rl.reward import RewardWeights
+from dagsched.sim.objective import ObjectiveWeights
 
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -49,7 +49,7 @@ class ScheduleRequest(_Body):
     workflow: dict[str, Any] = Field(description="a native workflow (name, tasks) or a WfFormat instance")
     nodes: Annotated[list[NodeState], Field(min_length=1)]
     scheduler: str | None = Field(None, description="registered scheduler name; default from the config (drl)")
-    weights: RewardWeights | None = Field(None, description="objective weights; default from the config")
+    weights: ObjectiveWeights | None = Field(None, description="objective weights; default from the config")
 
 
 class Alternative(BaseModel):

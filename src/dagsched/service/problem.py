@@ -1,0 +1,145 @@
+"""A /v1/schedule request as a compiled problem: the nodes' free capacity, and which (task, node) pairs may be used.
+
+The request's nodes become the cluster with each node's `free` capacity as its capacity (what is in use
+now is not ours to plan on); nodes with no free cpu are left out and named. The config's filter rules,
+a re-plan's pinned (running) tasks and migrated tasks' avoided nodes become the compiled problem's
+`allowed` matrix, which the simulator's legality check and every planner honour; `why` says what
+forbids each forbidden pair. A task no node admits makes the request impossible: 422 naming it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from dagsched.model import EPS as _EPS
+from dagsched.model import Cluster, CompiledProblem, Node, Problem, compile_problem
+from dagsched.model.errors import InputError, parse
+from dagsched.service.rules import Rule, failing_rule
+from dagsched.service.schemas import NodeState
+
+
+def node_view(n: NodeState) -> dict[str, Any]:
+    """What a rule sees as `node`."""
+    free = n.free
+    return {
+        "id": n.id,
+        "cpu": n.cpu,
+        "mem": n.mem,
+        "gpu": n.gpu,
+        "cpu_free": free.cpu if free else n.cpu,
+        "mem_free": free.mem if free else n.mem,
+        "gpu_free": free.gpu if free else n.gpu,
+        "speed": n.speed,
+        "price_per_hour": n.price_per_hour,
+        "labels": n.labels,
+    }
+
+
+def task_view(task: Any) -> dict[str, Any]:
+    """What a rule sees as `task`."""
+    return {
+        "id": task.id,
+        "runtime": task.runtime,
+        "cpu": task.cpu,
+        "mem": task.mem,
+        "gpu": task.gpu,
+        "priority": task.priority,
+        "critical": task.critical,
+        "labels": task.labels,
+    }
+
+
+def canonical_json(data: Any) -> str:
+    """JSON with sorted keys and no spaces: equal data, equal text (what input digests are taken of)."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def build_problem(
+    workflow: Any,
+    nodes: list[NodeState],
+    rules: list[Rule],
+    max_tasks: int,
+    pins: dict[str, str] | None = None,
+    avoid: dict[str, str] | None = None,
+) -> tuple[CompiledProblem, np.ndarray, dict[tuple[int, int], str], list[dict[str, str]]]:
+    """The compiled problem on the nodes' free capacity, the allowed (task, node) matrix, why pairs are not.
+
+    `pins` keeps a task on one node (a running task, in a re-plan); `avoid` keeps a migrated task
+    off the node it overran on, unless no other node admits it.
+    """
+    pins, avoid = pins or {}, avoid or {}
+    if len(workflow.tasks) > max_tasks:
+        raise InputError("workflow.tasks", f"{len(workflow.tasks)} tasks is over this service's limit of {max_tasks}")
+    seen: set[str] = set()
+    for i, n in enumerate(nodes):
+        if n.id in seen:
+            raise InputError(f"nodes[{i}].id", f"duplicate node id '{n.id}'")
+        seen.add(n.id)
+        if n.free and (n.free.cpu > n.cpu + _EPS or n.free.mem > n.mem + _EPS or n.free.gpu > n.gpu):
+            raise InputError(f"nodes[{i}].free", f"node '{n.id}' has more free than its total capacity")
+    usable = [n for n in nodes if (n.free.cpu if n.free else n.cpu) > 0]
+    rejected_nodes = [{"node": n.id, "constraint": "no free cpu"} for n in nodes if n not in usable]
+    if not usable:
+        raise InputError("nodes", "no node has any free cpu: nothing can be planned")
+    cluster = Cluster(
+        nodes=[
+            Node(
+                id=n.id,
+                cpu=n.free.cpu if n.free else n.cpu,
+                mem=n.free.mem if n.free else n.mem,
+                gpu=n.free.gpu if n.free else n.gpu,
+                speed=n.speed,
+                price_per_hour=n.price_per_hour,
+                bandwidth=n.bandwidth,
+                labels=n.labels,
+            )
+            for n in usable
+        ]
+    )
+    wf = workflow.model_copy(update={"submit_time": 0.0})
+    try:
+        problem: Problem = parse(Problem, {"name": wf.name, "workflows": [wf], "cluster": cluster})
+    except InputError as err:
+        field = err.field.replace("workflows[0].", "workflow.").replace("workflows[0]", "workflow")
+        raise InputError(field, err.fault + " (on the nodes' free capacity)") from None
+    cp = compile_problem(problem)
+    fits = np.all(cp.req[:, None, :] <= cp.cap[None, :, :] + _EPS, axis=2)  # (tasks, nodes)
+    allowed = fits.copy()
+    why: dict[tuple[int, int], str] = {}
+    views = [node_view(n) for n in usable] if rules else []
+    for t, task in enumerate(wf.tasks):
+        for nd in np.flatnonzero(~fits[t]):
+            nd = int(nd)
+            short = [
+                f"{r} {cp.req[t, k]:g} > free {cp.cap[nd, k]:g}"
+                for k, r in enumerate(("cpu", "mem", "gpu"))
+                if cp.req[t, k] > cp.cap[nd, k] + _EPS
+            ]
+            why[(t, nd)] = "capacity: " + ", ".join(short)
+        if rules:
+            tv = task_view(task)
+            for nd in np.flatnonzero(fits[t]):
+                rule = failing_rule(rules, views[nd], tv)
+                if rule is not None:
+                    allowed[t, nd] = False
+                    why[(t, int(nd))] = f"rule {rule.name}: {rule.expr}"
+        if task.id in pins:
+            keep = cp.node_ids.index(pins[task.id])
+            for nd in range(cp.n_nodes):
+                if nd != keep and allowed[t, nd]:
+                    allowed[t, nd] = False
+                    why[(t, nd)] = f"running on {pins[task.id]}"
+        if task.id in avoid and avoid[task.id] in cp.node_ids:
+            nd = cp.node_ids.index(avoid[task.id])
+            if allowed[t].sum() > 1 and allowed[t, nd]:
+                allowed[t, nd] = False
+                why[(t, nd)] = "migrated off it: ran past 200 % of its prediction there"
+        if not allowed[t].any():
+            reasons = "; ".join(f"{cp.node_ids[nd]}: {why[(t, nd)]}" for nd in range(min(cp.n_nodes, 5)))
+            raise InputError(f"workflow.tasks[{t}]", f"task '{task.id}' is rejected by every node ({reasons})")
+    if not allowed.all():
+        cp = cp.with_allowed(allowed)
+    return cp, allowed, why, rejected_nodes

@@ -1,0 +1,102 @@
+"""The one objective: weighted terms for makespan, cost, SLA, fragmentation and load imbalance.
+
+The same numbers serve the reward (`dagsched.rl.reward` splits them into per-step pieces that sum to
+these), the service's plan score, and the benchmark rows. Each term is >= 0 (0 ideal) and normalised by a
+per-instance `Baseline`, so problems of very different sizes give terms of one scale:
+
+- `makespan`: makespan / baseline makespan;
+- `cost`: billed cost / baseline cost;
+- `sla`: the share of workflows missing their deadline;
+- `fragmentation`: the idle-capacity integral (mean over nodes of (free cpu / cpu)^2, over time) / baseline
+  makespan;
+- `load`: the integral over time of the std over nodes of cpu utilisation / baseline makespan.
+
+The baseline is the lower bound here (`lower_bound_baseline`: no scheduler can do better); the reward's
+default baseline is HEFT's plan on predicted runtimes (`dagsched.rl.reward.compute_baseline`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from dagsched.model.compiled import CompiledProblem
+from dagsched.sim.config import SimConfig
+from dagsched.sim.metrics import compute_metrics, lower_bound_s
+from dagsched.sim.trace import Trace
+
+TERMS = ("makespan", "cost", "sla", "fragmentation", "load")
+
+
+class ObjectiveWeights(BaseModel):
+    """Weight of each objective term."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    makespan: float = Field(0.4, ge=0, description="weight of makespan / baseline makespan")
+    cost: float = Field(0.3, ge=0, description="weight of billed cost / baseline cost")
+    sla: float = Field(0.2, ge=0, description="weight of the share of workflows missing their deadline")
+    fragmentation: float = Field(0.1, ge=0, description="weight of the idle-capacity integral")
+    load: float = Field(0.05, ge=0, description="weight of the load-imbalance integral")
+
+    def combine(self, terms: dict[str, float]) -> float:
+        """Σ weight x term over the terms given (the objective's value, or the reward of signed pieces)."""
+        return float(sum(getattr(self, name) * terms[name] for name in TERMS))
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What the objective is measured against on one problem."""
+
+    kind: str
+    makespan_s: float
+    cost: float
+
+    def as_dict(self) -> dict[str, float | str]:
+        return {"kind": self.kind, "makespan_s": self.makespan_s, "cost": self.cost}
+
+    @classmethod
+    def of(cls, kind: str, makespan_s: float, cost: float) -> Baseline:
+        """A baseline, with zero (free nodes, zero runtimes) replaced by 1 so that the terms stay finite."""
+        return cls(kind, makespan_s if makespan_s > 0 else 1.0, cost if cost > 0 else 1.0)
+
+
+def lower_bound_baseline(cp: CompiledProblem, config: SimConfig) -> Baseline:
+    """The lower bounds: `lower_bound_s` for the makespan, and for the cost each task on its cheapest node for
+    its cpu share of that node (placement rules honoured)."""
+    exec_s = cp.exec_s if cp.allowed is None else np.where(cp.allowed, cp.exec_s, np.inf)
+    share = np.ones_like(exec_s) if config.classic else cp.req[:, :1] / cp.cap[None, :, 0]
+    cost = float((exec_s * cp.price_per_hour[None, :] * share).min(axis=1).sum() / 3600.0)
+    return Baseline.of("lower_bound", lower_bound_s(cp, config.classic), cost)
+
+
+def load_std_integral_s(cp: CompiledProblem, trace: Trace) -> float:
+    """∫ (std over nodes of used cpu / cpu capacity) dt over the run, from the trace's attempts alone."""
+    attempts = trace.attempts
+    if not attempts:
+        return 0.0
+    m = cp.n_nodes
+    cpu_cap = np.ones(m) if trace.classic else cp.cap[:, 0]
+    task = np.array([a.task for a in attempts], dtype=np.int64)
+    node = np.array([a.node for a in attempts], dtype=np.int64)
+    cpu = np.ones(len(attempts)) if trace.classic else cp.req[task, 0]
+    times = np.concatenate([[a.start for a in attempts], [a.end for a in attempts]])
+    grid = np.unique(times)
+    change = np.zeros((len(grid), m))
+    np.add.at(change, (np.searchsorted(grid, times), np.concatenate([node, node])), np.concatenate([cpu, -cpu]))
+    util = np.cumsum(change, axis=0) / cpu_cap  # constant over [grid[i], grid[i + 1])
+    return float((util[:-1].std(axis=1) * np.diff(grid)).sum())
+
+
+def objective_terms(cp: CompiledProblem, trace: Trace, config: SimConfig, baseline: Baseline) -> dict[str, float]:
+    """The objective's terms of a run, from its trace (each >= 0)."""
+    metrics = compute_metrics(cp, trace, config)
+    return {
+        "makespan": metrics.makespan / baseline.makespan_s,
+        "cost": metrics.cost / baseline.cost,
+        "sla": 1.0 - metrics.sla_hit_rate,
+        "fragmentation": metrics.fragmentation * metrics.makespan / baseline.makespan_s,
+        "load": load_std_integral_s(cp, trace) / baseline.makespan_s,
+    }
