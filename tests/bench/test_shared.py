@@ -20,6 +20,7 @@ from dagsched.bench.suites import (
     SHARED_SKIP,
     STANDARD_SEEDS,
 )
+from dagsched.model.errors import InputError
 from dagsched.schedulers import registered_names
 
 
@@ -40,6 +41,22 @@ def test_shared_suite_grid() -> None:
     assert "stream/default/bursty/w150/load0.85/s3@hetero-16" in ids
     quick = get_suite("shared-quick")
     assert {c.scheduler for c in quick.cells()} == set(registered_names())  # the skipped ones run on short streams
+
+
+def test_a_slice_of_the_suite_keeps_its_cell_ids() -> None:
+    """`--clusters`/`--seeds` pick a slice whose cells are the whole suite's (so either resumes the other);
+    a cluster or seed outside the suite is an InputError naming the option."""
+    suite = get_suite("shared")
+    part = suite.restricted(["hetero-16"], [1, 2])
+    assert len(part.entries) == len(SHARED_LOADS) * len(SHARED_ARRIVALS) * 2
+    assert {e.spec.cluster_id for e in part.entries} == {"hetero-16"}
+    whole = {(c.spec.problem_id, c.scheduler, c.seed) for c in suite.cells()}
+    sliced = {(c.spec.problem_id, c.scheduler, c.seed) for c in part.cells()}
+    assert sliced < whole and {seed for _, _, seed in sliced} == {1, 2}
+    with pytest.raises(InputError, match="clusters"):
+        suite.restricted(["tiny-2"])
+    with pytest.raises(InputError, match="seeds"):
+        suite.restricted(None, [99])
 
 
 @pytest.fixture(scope="module")

@@ -116,6 +116,20 @@ def print_table(rows: list[dict[str, Any]], title: str) -> None:
     console.print(table)
 
 
+def _names(text: str | None) -> list[str]:
+    return [part.strip() for part in (text or "").split(",") if part.strip()]
+
+
+def _seed_list(text: str | None) -> list[int] | None:
+    """`--seeds 1,2,3` as integers; a non-integer is an InputError naming the option."""
+    if not text:
+        return None
+    try:
+        return [int(part) for part in _names(text)]
+    except ValueError:
+        raise InputError("--seeds", f"expected comma-separated integers, got {text!r}") from None
+
+
 def register(app: typer.Typer) -> None:
     """Add `dagsched bench` to the given Typer app."""
 
@@ -130,6 +144,10 @@ def register(app: typer.Typer) -> None:
         address: Annotated[str | None, typer.Option(help="run on the Ray cluster at this address")] = None,
         schedulers: Annotated[str | None, typer.Option(help="comma-separated names instead of the suite's")] = None,
         limit: Annotated[int | None, typer.Option(min=0, help="run at most N of the missing cells")] = None,
+        clusters: Annotated[
+            str | None, typer.Option(help="comma-separated cluster labels: run only this slice of the suite")
+        ] = None,
+        seeds: Annotated[str | None, typer.Option(help="comma-separated seeds: run only this slice")] = None,
         chunk_size: Annotated[int | None, typer.Option(min=1, help="cells per task (default: automatic)")] = None,
         retry_errors: Annotated[bool, typer.Option("--retry-errors", help="re-run cells stored as failed")] = False,
         strict: Annotated[bool, typer.Option("--strict", help="exit 1 when any cell failed")] = False,
@@ -142,7 +160,9 @@ def register(app: typer.Typer) -> None:
 
         try:
             chosen = get_suite(suite)
-            names = [s.strip() for s in schedulers.split(",") if s.strip()] if schedulers else None
+            if clusters or seeds:
+                chosen = chosen.restricted(_names(clusters) or None, _seed_list(seeds))
+            names = _names(schedulers) or None
             chosen.scheduler_names(names)
             out_dir = out or Path("results") / chosen.name
             summary = run_suite(

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -258,6 +258,25 @@ class Suite:
     many tasks x nodes; None runs them everywhere"""
     skip: tuple[str, ...] = ()
     """schedulers left out of "every registered scheduler" (the suite's docstring says why)"""
+
+    def restricted(self, clusters: Sequence[str] | None = None, seeds: Sequence[int] | None = None) -> Suite:
+        """The slice of this suite on `clusters` (problem-id labels) and `seeds`; None keeps all.
+
+        Cells keep their ids, so a slice's results resume into, and are resumed by, the whole suite."""
+        known_clusters = sorted({e.spec.cluster_id or cluster_label(e.spec.cluster) for e in self.entries})
+        unknown = sorted(set(clusters or ()) - set(known_clusters))
+        if unknown:
+            raise InputError("clusters", f"{', '.join(unknown)} not in suite {self.name}: {', '.join(known_clusters)}")
+        entries = []
+        for entry in self.entries:
+            if clusters and (entry.spec.cluster_id or cluster_label(entry.spec.cluster)) not in clusters:
+                continue
+            kept = tuple(s for s in entry.seeds if seeds is None or s in seeds)
+            if kept:
+                entries.append(Entry(entry.spec, kept))
+        if not entries:
+            raise InputError("seeds", f"no cell of suite {self.name} has seed {', '.join(map(str, seeds or ()))}")
+        return replace(self, entries=tuple(entries))
 
     def scheduler_names(self, override: Sequence[str] | None = None) -> list[str]:
         """`override`, else the suite's list, else every registered scheduler now (later ones included)."""
