@@ -165,36 +165,20 @@ def read_logged_problems(
     from dagsched.io import workflow_from_dict
     from dagsched.service.problem import build_problem
     from dagsched.service.schemas import ScheduleRequest
-    from dagsched.service.store import make_engine, plans
+    from dagsched.service.store import Store
 
     cutoff = (time.time() if now is None else now) - since_s
-    engine = make_engine(check_store_url(url))
-    window = plans.c.created_at >= cutoff
-    query = (
-        sa.select(plans.c.id, plans.c.workflow, plans.c.created_at, plans.c.request)
-        .where(plans.c.environment == environment, plans.c.id == plans.c.root_id, window)
-        .order_by(plans.c.created_at.desc(), plans.c.id)
-        .limit(max_problems)
-    )
     try:
-        with engine.connect() as conn:
-            rows = list(conn.execute(query).mappings())
-            labels = (
-                []
-                if rows
-                else list(
-                    conn.execute(
-                        sa.select(plans.c.environment, sa.func.count())
-                        .where(window)
-                        .group_by(plans.c.environment)
-                        .order_by(plans.c.environment)
-                    )
-                )
-            )
+        store = Store(check_store_url(url))
+    except sa.exc.SQLAlchemyError as err:
+        raise InputError("--store", f"cannot open the store: {type(err).__name__}: {err}") from None
+    try:
+        rows = store.first_plans(environment, cutoff, max_problems)
+        labels = [] if rows else store.plans_per_environment(cutoff)
     except sa.exc.SQLAlchemyError as err:
         raise InputError("--store", f"cannot read the plans table: {type(err).__name__}: {err}") from None
     finally:
-        engine.dispose()
+        store.close()
     if not rows:
         present = ", ".join(f"{label} ({n})" for label, n in labels) or "none"
         raise InputError(

@@ -253,6 +253,29 @@ class Store:
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(q).mappings()]
 
+    def first_plans(self, environment: str, since: float, limit: int) -> list[dict[str, Any]]:
+        """The newest `limit` first plans (not re-plans) labelled `environment` created at or after `since`:
+        id, workflow, created_at and the request they answered (what fine-tuning re-builds)."""
+        q = (
+            sa.select(plans.c.id, plans.c.workflow, plans.c.created_at, plans.c.request)
+            .where(plans.c.environment == environment, plans.c.id == plans.c.root_id, plans.c.created_at >= since)
+            .order_by(plans.c.created_at.desc(), plans.c.id)
+            .limit(limit)
+        )
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(q).mappings()]
+
+    def plans_per_environment(self, since: float) -> list[tuple[str, int]]:
+        """(environment label, plans) created at or after `since`, by label."""
+        q = (
+            sa.select(plans.c.environment, sa.func.count())
+            .where(plans.c.created_at >= since)
+            .group_by(plans.c.environment)
+            .order_by(plans.c.environment)
+        )
+        with self.engine.connect() as conn:
+            return [(str(label), int(n)) for label, n in conn.execute(q)]
+
     def planned_node(self, workflow: str, task: str) -> str | None:
         """The node of the newest decision for (workflow, task), for the Kubernetes extender (called per pod)."""
         with self.engine.connect() as conn:
