@@ -82,8 +82,9 @@ def _timed_picks(
         picked.clear()
         start = _now()
         decision = decide(view)
-        if marks:
-            marks[0] = start  # the first pick also pays the decision point's legality
+        if not marks:  # nothing could start: the decision point only asked to be woken
+            return decision
+        marks[0] = start  # the first pick also pays the decision point's legality
         bounds = [*marks[1:], _now()]
         spans = [b - a for a, b, p in zip(marks, bounds, picked, strict=True) if p]
         if spans:

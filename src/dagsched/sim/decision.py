@@ -25,6 +25,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar, overload
 
 import numpy as np
@@ -86,40 +87,57 @@ class DecisionPoint:
     at this instant). The legality grids (`arrival_s`, `legal`, `wake_s`) are computed on first use.
     """
 
+    status: npt.NDArray[np.int8]
+    node_of: IntArray
+    start_s: FloatArray
+    finish_s: FloatArray
+    free: FloatArray
+    cap: FloatArray
+    node_up: BoolArray
+    node_available_s: FloatArray
+    slow_factor: FloatArray
+    avoid_node: IntArray
+    submitted: BoolArray
+    """the simulator's state arrays as views that cannot be written (made once per run)"""
+
+    cp: CompiledProblem
+    config: SimConfig
+    classic: bool
+    _arrival: FloatArray | None = None
+    _legal: BoolArray | None = None
+    _wake: float | None = None
+
     def __init__(self, sim: Simulator) -> None:
+        # one per decision, paid in the engine's loop: what is fixed for the run (problem, config, views,
+        # forwarded read calls) comes from one dict the simulator made once
+        self.__dict__.update(sim.decision_view_dict())
         self._sim = sim
-        self.cp: CompiledProblem = sim.cp
-        self.config: SimConfig = sim.config
-        self.classic: bool = sim.classic
         self.now: float = sim.now
         self.n_done: int = sim.n_done
-        self.done: bool = sim.done
-        self.can_advance: bool = sim.can_advance
-        views = sim.read_only_views()
-        self.status: npt.NDArray[np.int8] = views["status"]
-        self.node_of: IntArray = views["node_of"]
-        self.start_s: FloatArray = views["start_s"]
-        self.finish_s: FloatArray = views["finish_s"]
-        self.free: FloatArray = views["free"]
-        self.cap: FloatArray = views["cap"]
-        self.node_up: BoolArray = views["node_up"]
-        self.node_available_s: FloatArray = views["node_available_s"]
-        self.slow_factor: FloatArray = views["slow_factor"]
-        self.avoid_node: IntArray = views["avoid_node"]
-        self.submitted: BoolArray = views["submitted"]
-        self.running: tuple[int, ...] = tuple(sim.running)
-        """running tasks, in the order they started (the order the policy's features read them in)"""
-        self.attempts: Attempts = Attempts(sim.trace.attempts)
+        self.done: bool = self.n_done == self.cp.n_tasks
         self.ready: IntArray = sim.ready_array()
-        self._arrival: FloatArray | None = None
-        self._legal: BoolArray | None = None
-        self._wake: float | None = None
+
+    # read on first use (most schedulers never ask), as of that moment: before the decision is applied
+
+    @cached_property
+    def can_advance(self) -> bool:
+        """Whether time can move on by itself: something runs, or an event that may unblock is pending."""
+        return self._sim.can_advance
+
+    @cached_property
+    def running(self) -> tuple[int, ...]:
+        """Running tasks, in the order they started (the order the policy's features read them in)."""
+        return tuple(self._sim.running)
+
+    @cached_property
+    def attempts(self) -> Attempts:
+        return Attempts(self._sim.trace.attempts)
 
     # ---- the state, as the simulator's own read calls ------------------------------------------
 
     def ready_tasks(self) -> list[int]:
         """Ready tasks, ascending (a list of ints)."""
-        return [int(t) for t in self.ready]
+        return self.ready.tolist()  # type: ignore[no-any-return]
 
     def request(self, t: int) -> tuple[float, float, float]:
         """What task t takes of a node (1 slot in classic mode)."""

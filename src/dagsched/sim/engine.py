@@ -48,6 +48,9 @@ _VIEWED = (
     "submitted",
 )
 """The state arrays a decision point shows (read-only)."""
+_FORWARDED: tuple[str, ...] = ("request", "requests", "data_ready_all_s", "data_ready_s", "predicted_end_s")
+_FORWARDED += ("room_times", "fits_now", "can_start", "ever_fits", "fitting", "startable", "node_timelines")
+"""The simulator's read calls a decision point hands on as they are (`DecisionPoint` documents each)."""
 
 # How far past a finite horizon failures and stragglers are pre-drawn: they are drawn
 # lazily, one at a time per node, so any horizon works.
@@ -162,6 +165,7 @@ class Simulator:
         self._open_outage: dict[int, float] = {}
         self._open_slowdown: dict[int, tuple[float, float]] = {}
         self._views: dict[str, Any] | None = None
+        self._view_dict: dict[str, Any] | None = None
         self._ever_fits: npt.NDArray[np.bool_] | None = None
         self._init_randomness()
         for w in range(cp.n_workflows):
@@ -358,11 +362,12 @@ class Simulator:
     def can_start(self, t: int, nd: int, free: npt.NDArray[np.float64] | None = None) -> bool:
         """t is ready, allowed on nd, nd fits it now (given `free`, default the live room), and its inputs are
         on nd: one entry of the decision point's `legal` grid."""
+        allowed = self.cp.allowed  # `allows`, inline: this is called per pair by the greedy schedulers
         return (
             self.status[t] == READY
-            and self.allows(t, nd)
+            and (allowed is None or bool(allowed[t, nd]))
             and self.fits_now(t, nd, free)
-            and self.data_ready_s(t, nd) <= self.now + EPS
+            and self.data_ready_all_s(t)[nd] <= self.now + EPS
         )
 
     def predicted_end_s(self, t: int) -> float:
@@ -392,7 +397,7 @@ class Simulator:
         if self.status[t] != READY:
             state = ("waiting", "ready", "running", "done")[self.status[t]]
             raise SchedulingError(f"task '{self.cp.task_name(t)}' is {state}, not ready, at t={self.now:g}")
-        if not self.allows(t, nd):
+        if self.cp.allowed is not None and not self.cp.allowed[t, nd]:
             name, node = self.cp.task_name(t), self.cp.node_ids[nd]
             raise SchedulingError(f"task '{name}' may not run on node '{node}' (a placement rule forbids it)")
         if not self.fits_now(t, nd):
@@ -547,9 +552,25 @@ class Simulator:
             self._views = views
         return self._views
 
+    def decision_view_dict(self) -> dict[str, Any]:
+        """What every DecisionPoint of this run shares, made once: the read-only views and the simulator's read
+        calls that a decision point forwards unchanged (bound here, so a scheduler's call does not pass
+        through a wrapper: these are called thousands of times per decision on large problems)."""
+        if self._view_dict is None:
+            self._view_dict = {
+                "cp": self.cp,
+                "config": self.config,
+                "classic": self.classic,
+                **self.read_only_views(),
+                **{name: getattr(self, name) for name in _FORWARDED},
+            }
+        return self._view_dict
+
     def ready_array(self) -> npt.NDArray[np.int64]:
         """Ready tasks, ascending."""
-        return np.array(sorted(self.ready), dtype=np.int64)
+        ready = np.fromiter(self.ready, np.int64, len(self.ready))
+        ready.sort()
+        return ready
 
     def decision_point(self) -> DecisionPoint:
         """The read-only view of now, with the shared decision rules (nothing advances); tasks deferred at this
@@ -732,6 +753,7 @@ class Simulator:
         f._changed = True
         f._asked = False
         f._views = None
+        f._view_dict = None
         f._ever_fits = self._ever_fits
         f.deferred = set()  # a deferral is the caller's, at the live instant
         f._wake_pending = None
