@@ -92,6 +92,13 @@ class CompiledProblem:
         lo, hi = self.pred_ptr[t], self.pred_ptr[t + 1]
         if hi == lo:
             return np.full(self.n_nodes, not_before)
+        if hi - lo == 1:  # one parent (most tasks of chains, fan-outs and streams): no 2-D temporaries
+            p = self.pred_idx[lo]
+            src, end = node_of[p], float(finish_s[p])
+            one = self.pred_data[lo] / self.bandwidth[src]
+            one += end + self.latency_s
+            one[src] = end
+            return np.maximum(one, not_before, out=one)
         parents = self.pred_idx[lo:hi]
         src = node_of[parents]
         finish = finish_s[parents]
