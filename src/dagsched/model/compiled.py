@@ -95,10 +95,12 @@ class CompiledProblem:
         if hi - lo == 1:  # one parent (most tasks of chains, fan-outs and streams): no 2-D temporaries
             p = self.pred_idx[lo]
             src, end = node_of[p], float(finish_s[p])
-            one = self.pred_data[lo] / self.bandwidth[src]
-            one += end + self.latency_s
+            one: FloatArray = self.pred_data[lo] / self.bandwidth[src]
+            one += end  # (finish + data / bandwidth) + latency, in the general case's order: the same floats
+            one += self.latency_s
             one[src] = end
-            return np.maximum(one, not_before, out=one)
+            np.maximum(one, not_before, out=one)
+            return one
         parents = self.pred_idx[lo:hi]
         src = node_of[parents]
         finish = finish_s[parents]
