@@ -135,10 +135,45 @@ def test_train_command_passes_its_options_to_the_config(monkeypatch, tmp_path) -
 
     monkeypatch.setattr(train_module, "train", fake_train)
     argv = ["train", "--name", "t", "--out-dir", str(tmp_path), "--lr", "2e-4", "--stages", "10-30,40-100"]
-    argv += ["--seed", "5"]
+    argv += ["--seed", "5", "--teacher", "rollout"]
     result = CliRunner().invoke(app, argv)
     assert result.exit_code == 0, result.output
     cfg = seen["cfg"]
-    assert (cfg.lr, cfg.seed, cfg.name) == (2e-4, 5, "t")
+    assert (cfg.lr, cfg.seed, cfg.name, cfg.teacher) == (2e-4, 5, "t", "rollout")
+    bad = CliRunner().invoke(app, ["train", "--teacher", "oracle"])
+    assert bad.exit_code == 2 and "--teacher" in bad.output
     assert [tuple(s) for s in cfg.stages] == [(10, 30), (40, 100)]
     assert "validation makespan / HEFT 1.250" in result.output
+
+
+def test_the_rollout_teacher_labels_the_best_bases_move() -> None:
+    """At every state of an episode the rollout teacher's label is a legal action: the move of the best base
+    heuristic (shortest completion from here) among those the action space can express (a base that would
+    wait where waiting is not offered is passed over)."""
+    from dagsched.rl.imitation import RolloutTeacher, expressible
+    from dagsched.schedulers.rollout import BASES, complete_from_here
+
+    env = SchedulingEnv(problem=fixed_problem(), max_tasks=32, max_nodes=4, sim={"classic": True})
+    rng = np.random.default_rng(1)
+    samples, info = play_episode(env, None, 1.0, rng, 3, teacher_kind="rollout")
+    assert samples and "makespan" in info
+    env.reset(seed=3)
+    teacher = RolloutTeacher(env)
+    K, M = env.config.max_candidates, env.config.max_nodes
+    for _ in range(8):
+        obs = env.observation
+        assert obs is not None and env.sim is not None
+        label = teacher.action(env)
+        assert obs.action_mask()[label]
+        if label < len(obs.candidates) * obs.n_nodes:
+            task, node = int(obs.candidates[label // obs.n_nodes]), label % obs.n_nodes
+            dp = env.sim.decision_point()
+            runs = sorted((complete_from_here(dp, b) for b in BASES), key=lambda r: r[0])
+            chosen = next(r for r in runs if expressible(r[1].assignments, obs))
+            assert (task, node) in chosen[1].assignments
+        _, _, done, truncated, _ = env.step(np.int64(to_padded(label, obs, K, M)))
+        if done or truncated:
+            break
+    # the rollout teacher's own episode is no longer than HEFT's on this problem
+    heft_samples, heft_info = play_episode(env, None, 1.0, rng, 3)
+    assert info["makespan"] <= heft_info["makespan"] + 1e-6

@@ -39,6 +39,7 @@ def register(app: typer.Typer) -> None:
         ] = "blast,bwa,cycles,seismology,soykb",
         stages: Annotated[str, typer.Option(help="curriculum of task ranges, small to large")] = "10-30,20-60,40-100",
         imitation_rounds: Annotated[int, typer.Option(help="DAgger rounds")] = 12,
+        teacher: Annotated[str, typer.Option(help="DAgger teacher: heft, or rollout (better, slower)")] = "heft",
         episodes_per_round: Annotated[int, typer.Option(help="episodes per DAgger round")] = 16,
         epochs: Annotated[int, typer.Option(help="passes over the DAgger buffer per round")] = 2,
         buffer_size: Annotated[int, typer.Option(help="DAgger buffer, oldest states dropped first")] = 40000,
@@ -55,12 +56,14 @@ def register(app: typer.Typer) -> None:
         address: Annotated[Optional[str], typer.Option(help="Ray cluster address (default: local Ray)")] = None,  # noqa: UP045
         resume: Annotated[bool, typer.Option(help="continue from the run's checkpoint")] = False,
     ) -> None:
-        """Train the DRL policy: DAgger imitation of HEFT, then PPO/A2C on Ray RLlib."""
+        """Train the DRL policy: DAgger imitation of a teacher (HEFT or rollout), then PPO/A2C on Ray RLlib."""
         from dagsched.rl.train import TrainConfig, main_command
         from dagsched.rl.train import train as run
 
         if algo not in ("ppo", "a2c"):
             raise typer.BadParameter(f"--algo must be ppo or a2c, got {algo!r}")
+        if teacher not in ("heft", "rollout"):
+            raise typer.BadParameter(f"--teacher must be heft or rollout, got {teacher!r}")
         cfg = TrainConfig(
             name=name,
             out_dir=str(out_dir),
@@ -71,6 +74,7 @@ def register(app: typer.Typer) -> None:
             recipes=_names(recipes),
             stages=_stages(stages),
             imitation_rounds=imitation_rounds,
+            teacher=teacher,  # type: ignore[arg-type]
             episodes_per_round=episodes_per_round,
             epochs=epochs,
             buffer_size=buffer_size,

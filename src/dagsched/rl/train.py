@@ -96,6 +96,8 @@ class TrainConfig:
     """Adam learning rate of imitation"""
     beta_min: float = 0.1
     """DAgger: the teacher acts with probability 1 in round 0, decaying linearly to this"""
+    teacher: Literal["heft", "rollout"] = "heft"
+    """DAgger's teacher: HEFT from here, or rollout over base heuristics from here (better than HEFT, slower)"""
     buffer_size: int = 40000
     """DAgger aggregate, oldest dropped first"""
     imitation_budget_s: float = math.inf
@@ -350,7 +352,17 @@ def train(cfg: TrainConfig, command: str | None = None) -> dict[str, Any]:
                 yield env, seed, options
 
         stats, infos = dagger_round(
-            policy, optimizer, episodes(), beta, rng, buffer, cfg.epochs, cfg.batch_size, cfg.buffer_size, r > 0
+            policy,
+            optimizer,
+            episodes(),
+            beta,
+            rng,
+            buffer,
+            cfg.epochs,
+            cfg.batch_size,
+            cfg.buffer_size,
+            r > 0,
+            teacher_kind=cfg.teacher,
         )
         returns = [info["return"] for info in infos]
         ratios = [info["makespan"] / info["baseline"]["makespan_s"] for info in infos if "makespan" in info]
