@@ -15,7 +15,7 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from dagsched.console import console, err_console
+from dagsched.console import comma_list, console, err_console
 from dagsched.console import fail as _fail
 from dagsched.model.errors import InputError
 
@@ -235,7 +235,7 @@ def compare(
 
     groups = [list(workflow)] if together else [[p] for p in workflow]
     try:
-        names = registered_names() if schedulers == "all" else [s.strip() for s in schedulers.split(",") if s.strip()]
+        names = registered_names() if schedulers == "all" else comma_list(schedulers)
         for name in names:
             make_scheduler(name)
         problems = [(", ".join(p.name for p in g), load_compiled(g, cluster), _mode(classic, g)) for g in groups]

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from dagsched.console import console, err_console
+from dagsched.console import comma_list, console, err_console
 from dagsched.console import fail as _fail
 from dagsched.model.errors import InputError
 
@@ -116,16 +116,12 @@ def print_table(rows: list[dict[str, Any]], title: str) -> None:
     console.print(table)
 
 
-def _names(text: str | None) -> list[str]:
-    return [part.strip() for part in (text or "").split(",") if part.strip()]
-
-
 def _seed_list(text: str | None) -> list[int] | None:
     """`--seeds 1,2,3` as integers; a non-integer is an InputError naming the option."""
     if not text:
         return None
     try:
-        return [int(part) for part in _names(text)]
+        return [int(part) for part in comma_list(text)]
     except ValueError:
         raise InputError("--seeds", f"expected comma-separated integers, got {text!r}") from None
 
@@ -161,9 +157,9 @@ def register(app: typer.Typer) -> None:
         try:
             chosen = get_suite(suite)
             if clusters or seeds:
-                chosen = chosen.restricted(_names(clusters) or None, _seed_list(seeds))
-            names = _names(schedulers) or None
-            chosen.scheduler_names(names)
+                chosen = chosen.restricted(comma_list(clusters) or None, _seed_list(seeds))
+            names = comma_list(schedulers) or None
+            chosen.schedulercomma_list(names)
             out_dir = out or Path("results") / chosen.name
             summary = run_suite(
                 chosen,

@@ -9,6 +9,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from dagsched.console import comma_list
+
 
 def _stages(spec: str) -> tuple[tuple[int, int], ...]:
     """'10-30,20-60' -> ((10, 30), (20, 60))."""
@@ -20,7 +22,7 @@ def _stages(spec: str) -> tuple[tuple[int, int], ...]:
 
 
 def _names(spec: str) -> tuple[str, ...]:
-    return tuple(x.strip() for x in spec.split(",") if x.strip())
+    return tuple(comma_list(spec))
 
 
 def register(app: typer.Typer) -> None:
