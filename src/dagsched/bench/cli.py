@@ -159,7 +159,7 @@ def register(app: typer.Typer) -> None:
             if clusters or seeds:
                 chosen = chosen.restricted(comma_list(clusters) or None, _seed_list(seeds))
             names = comma_list(schedulers) or None
-            chosen.schedulercomma_list(names)
+            chosen.scheduler_names(names)
             out_dir = out or Path("results") / chosen.name
             summary = run_suite(
                 chosen,
