@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from dagsched.bench.store import ResultStore
 from dagsched.bench.suite_file import get_suite
-from dagsched.bench.suites import Cell, Mode, ProblemSpec, Suite, cluster_label
+from dagsched.bench.suites import Cell, Mode, ProblemSpec, Suite
 
 if TYPE_CHECKING:
     from dagsched.model.compiled import CompiledProblem
@@ -97,7 +97,7 @@ def _base_row(spec: ProblemSpec, cp: CompiledProblem | None) -> Row:
     return {
         "family": spec.family,
         "problem_id": spec.problem_id,
-        "cluster": spec.cluster_id or cluster_label(spec.cluster),
+        "cluster": spec.cluster_key,
         "n_tasks": cp.n_tasks if cp is not None else spec.n_tasks,
         "n_edges": int(len(cp.succ_idx)) if cp is not None else None,
         "n_nodes": cp.n_nodes if cp is not None else None,

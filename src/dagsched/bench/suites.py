@@ -95,9 +95,14 @@ class ProblemSpec:
     """stream: name of the workload mix (`dagsched.generate.streams.MIXES`)"""
 
     @property
+    def cluster_key(self) -> str:
+        """The cluster's label in problem_id (and what `Suite.restricted` selects by)."""
+        return self.cluster_id or cluster_label(self.cluster)
+
+    @property
     def problem_id(self) -> str:
         """Stable across machines and runs: the store's key for this problem."""
-        at = self.cluster_id or cluster_label(self.cluster)
+        at = self.cluster_key
         if self.kind == "synthetic":
             return f"syn/{self.family}/n{self.n_tasks}/s{self.gen_seed}/ccr{self.ccr:g}@{at}"
         if self.kind == "recipe":
@@ -263,13 +268,13 @@ class Suite:
         """The slice of this suite on `clusters` (problem-id labels) and `seeds`; None keeps all.
 
         Cells keep their ids, so a slice's results resume into, and are resumed by, the whole suite."""
-        known_clusters = sorted({e.spec.cluster_id or cluster_label(e.spec.cluster) for e in self.entries})
+        known_clusters = sorted({e.spec.cluster_key for e in self.entries})
         unknown = sorted(set(clusters or ()) - set(known_clusters))
         if unknown:
             raise InputError("clusters", f"{', '.join(unknown)} not in suite {self.name}: {', '.join(known_clusters)}")
         entries = []
         for entry in self.entries:
-            if clusters and (entry.spec.cluster_id or cluster_label(entry.spec.cluster)) not in clusters:
+            if clusters and entry.spec.cluster_key not in clusters:
                 continue
             kept = tuple(s for s in entry.seeds if seeds is None or s in seeds)
             if kept:
