@@ -259,3 +259,17 @@ def test_the_command_without_service_and_its_bad_input(logs: str, policy_stem: P
     assert unreachable.exit_code == 1, unreachable.output  # a winner that cannot be uploaded: exit 1, files kept
     assert "won but was not shipped" in " ".join(unreachable.output.split())
     assert len(list((tmp_path / "out").glob("tiny-v1-ft-prod-*.safetensors"))) == 1
+
+
+def test_reading_a_file_without_the_service_tables_writes_nothing(tmp_path: Path) -> None:
+    """A SQLite file that is not a service store: a clear --store error, and the file gains no tables."""
+    import sqlite3
+
+    path = tmp_path / "other.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE notes (x TEXT)")
+    with pytest.raises(InputError, match=r"--store: cannot read the plans table"):
+        ft.read_logged_problems(f"sqlite:///{path}", "prod", 86400, 10)
+    with sqlite3.connect(path) as conn:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert tables == {"notes"}

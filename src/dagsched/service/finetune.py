@@ -169,7 +169,7 @@ def read_logged_problems(
 
     cutoff = (time.time() if now is None else now) - since_s
     try:
-        store = Store(check_store_url(url))
+        store = Store(check_store_url(url), create=False)
     except sa.exc.SQLAlchemyError as err:
         raise InputError("--store", f"cannot open the store: {type(err).__name__}: {err}") from None
     try:

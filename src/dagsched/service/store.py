@@ -168,11 +168,13 @@ def make_engine(url: str) -> sa.Engine:
 class Store:
     """Reads and writes of the service's tables; every method is one short transaction."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, create: bool = True) -> None:
+        """Open the store at `url`; `create` makes missing tables (the service), False only reads what is there
+        (a reader such as fine-tuning must not write to a store it was pointed at)."""
         self.url = normalise_url(url)
         self.engine = make_engine(url)
         self._checkpoints: tuple[threading.Thread, threading.Event] | None = None
-        for attempt in range(20):
+        for attempt in range(20 if create else 0):
             try:
                 metadata.create_all(self.engine)
                 break
