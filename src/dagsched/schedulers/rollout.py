@@ -73,18 +73,18 @@ class Rollout(Scheduler):
         self.kept, self.kept_makespan, self.base_makespans = [], math.inf, {}
 
     def decide(self, dp: DecisionPoint) -> Decision:
-        best: tuple[float, str, Decision, list[Start]] | None = None
+        best: tuple[float, Decision, list[Start]] | None = None
         for base in self.bases:
-            makespan, first, starts = complete_from_here(dp, base)
-            self.base_makespans.setdefault(base, makespan)
-            if best is None or makespan < best[0] - EPS:
-                best = (makespan, base, first, starts)
+            run = complete_from_here(dp, base)
+            self.base_makespans.setdefault(base, run[0])
+            if best is None or run[0] < best[0] - EPS:
+                best = run
         assert best is not None
         follow = self._follow(dp)
         if follow is not None and self.kept_makespan <= best[0] + EPS:
             return follow
-        self.kept_makespan, self.kept = best[0], best[3]
-        return self._follow(dp) or best[2]
+        self.kept_makespan, self.kept = best[0], best[2]
+        return self._follow(dp) or best[1]
 
     def _follow(self, dp: DecisionPoint) -> Decision | None:
         """The kept plan's starts due now, if all can start (else None: the live run left the plan)."""
