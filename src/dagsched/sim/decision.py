@@ -134,6 +134,9 @@ class DecisionPoint:
         return Attempts(self._sim.trace.attempts)
 
     # ---- the state, as the simulator's own read calls ------------------------------------------
+    # Each instance carries the simulator's bound methods under these names (`engine._FORWARDED`, set in
+    # __init__), so a call skips this layer; the definitions below say what each is, for readers and mypy,
+    # and are what runs on a DecisionPoint made without them (tests check both give the same answer).
 
     def ready_tasks(self) -> list[int]:
         """Ready tasks, ascending (a list of ints)."""

@@ -48,8 +48,20 @@ _VIEWED = (
     "submitted",
 )
 """The state arrays a decision point shows (read-only)."""
-_FORWARDED: tuple[str, ...] = ("request", "requests", "data_ready_all_s", "data_ready_s", "predicted_end_s")
-_FORWARDED += ("room_times", "fits_now", "can_start", "ever_fits", "fitting", "startable", "node_timelines")
+_FORWARDED = (
+    "request",
+    "requests",
+    "data_ready_all_s",
+    "data_ready_s",
+    "predicted_end_s",
+    "room_times",
+    "fits_now",
+    "can_start",
+    "ever_fits",
+    "fitting",
+    "startable",
+    "node_timelines",
+)
 """The simulator's read calls a decision point hands on as they are (`DecisionPoint` documents each)."""
 
 # How far past a finite horizon failures and stragglers are pre-drawn: they are drawn
