@@ -131,7 +131,7 @@ def run_cell(cp: CompiledProblem, spec: ProblemSpec, scheduler: str, seed: int, 
         "decision_latency_mean_ms": m.decision_latency_mean_ms,
         "decision_latency_p99_ms": m.decision_latency_p99_ms,
         "decisions": m.decisions,
-        "objective": objective_value(cp, result.trace, mode.config()),
+        "objective": objective_value(cp, result.trace, mode.config(), m),
         "valid": result.valid,
         "error": None if result.valid else "invalid trace: " + "; ".join(result.violations[:3]),
     }
@@ -141,11 +141,12 @@ def run_cell(cp: CompiledProblem, spec: ProblemSpec, scheduler: str, seed: int, 
     return row
 
 
-def objective_value(cp: CompiledProblem, trace: Any, config: Any) -> float:
+def objective_value(cp: CompiledProblem, trace: Any, config: Any, metrics: Any = None) -> float:
     """The one objective (`dagsched.sim.objective`) at its default weights, against the lower bounds."""
     from dagsched.sim.objective import ObjectiveWeights, lower_bound_baseline, objective_terms
 
-    return ObjectiveWeights().combine(objective_terms(cp, trace, config, lower_bound_baseline(cp, config)))
+    terms = objective_terms(cp, trace, config, lower_bound_baseline(cp, config), metrics)
+    return ObjectiveWeights().combine(terms)
 
 
 def stream_columns(cp: CompiledProblem, trace: Any, config: Any) -> Row:

@@ -175,7 +175,7 @@ class Planned:
 def objective(cp: CompiledProblem, result: RunResult, weights: ObjectiveWeights) -> dict[str, Any]:
     """The plan's objective (`dagsched.sim.objective`, against the lower bounds): its terms, their weighted sum."""
     baseline = lower_bound_baseline(cp, SimConfig())
-    terms = objective_terms(cp, result.trace, SimConfig(), baseline)
+    terms = objective_terms(cp, result.trace, SimConfig(), baseline, result.metrics)
     return {
         "weights": weights.model_dump(),
         "terms": terms,

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dagsched.model.compiled import CompiledProblem
 from dagsched.sim.config import SimConfig
-from dagsched.sim.metrics import compute_metrics, lower_bound_s
+from dagsched.sim.metrics import Metrics, compute_metrics, lower_bound_s
 from dagsched.sim.trace import Trace
 
 TERMS = ("makespan", "cost", "sla", "fragmentation", "load")
@@ -90,9 +90,13 @@ def load_std_integral_s(cp: CompiledProblem, trace: Trace) -> float:
     return float((util[:-1].std(axis=1) * np.diff(grid)).sum())
 
 
-def objective_terms(cp: CompiledProblem, trace: Trace, config: SimConfig, baseline: Baseline) -> dict[str, float]:
-    """The objective's terms of a run, from its trace (each >= 0)."""
-    metrics = compute_metrics(cp, trace, config)
+def objective_terms(
+    cp: CompiledProblem, trace: Trace, config: SimConfig, baseline: Baseline, metrics: Metrics | None = None
+) -> dict[str, float]:
+    """The objective's terms of a run, from its trace (each >= 0); `metrics`, the trace's under `config`, if
+    the caller has them already (`RunResult.metrics`)."""
+    if metrics is None:
+        metrics = compute_metrics(cp, trace, config)
     return {
         "makespan": metrics.makespan / baseline.makespan_s,
         "cost": metrics.cost / baseline.cost,
