@@ -177,3 +177,60 @@ def test_the_rollout_teacher_labels_the_best_bases_move() -> None:
     # the rollout teacher's own episode is no longer than HEFT's on this problem
     heft_samples, heft_info = play_episode(env, None, 1.0, rng, 3)
     assert info["makespan"] <= heft_info["makespan"] + 1e-6
+
+
+def test_the_expert_teacher_rolls_out_the_learner_as_one_more_base() -> None:
+    """Expert iteration's teacher: the learner (a frozen policy) is rolled out beside the heuristics; the label
+    is the move of the shortest completion among all of them, ties to the heuristics, and its counts say
+    which base gave each label."""
+    from dagsched.rl.imitation import RolloutTeacher, expressible, make_teacher
+    from dagsched.schedulers.drl import DRLScheduler
+    from dagsched.schedulers.rollout import BASES, complete_from_here
+
+    torch.manual_seed(0)
+    learner = SchedulingPolicy(hidden=16).eval()
+    env = SchedulingEnv(problem=fixed_problem(), max_tasks=32, max_nodes=4, sim={"classic": True})
+    env.reset(seed=3)
+    teacher = make_teacher("expert", env, learner)
+    assert isinstance(teacher, RolloutTeacher) and len(teacher.bases) == len(BASES) + 1
+    K, M = env.config.max_candidates, env.config.max_nodes
+    steps = 0
+    for _ in range(6):
+        obs = env.observation
+        assert obs is not None and env.sim is not None
+        dp = env.sim.decision_point()
+        runs = [complete_from_here(dp, b) for b in BASES]
+        runs.append(complete_from_here(dp, DRLScheduler(policy=learner, max_candidates=K)))
+        label = teacher.action(env)
+        steps += 1
+        best = min(r[0] for r in runs if expressible(r[1].assignments, obs))
+        if label < len(obs.candidates) * obs.n_nodes:
+            pair = (int(obs.candidates[label // obs.n_nodes]), label % obs.n_nodes)
+            assert any(r[0] == best and pair in r[1].assignments for r in runs)
+        _, _, done, truncated, _ = env.step(np.int64(to_padded(label, obs, K, M)))
+        if done or truncated:
+            break
+    assert sum(teacher.wins.values()) == steps
+    assert set(teacher.wins) <= {*BASES, "drl"}
+    with pytest.raises(ValueError, match="teacher"):
+        make_teacher("oracle", env)
+
+
+def test_training_curves_are_drawn_from_the_saved_history(tmp_path) -> None:
+    """The PNG of a policy's curves is drawn from the history in its JSON: the panels the history has, and a
+    clear error for a JSON without one."""
+    import json
+
+    from dagsched.rl.curves import plot_training
+
+    history = [
+        {"phase": "imitation", "step": i, "eval_ratio": 1.1 - 0.01 * i, "accuracy": 0.5 + 0.02 * i} for i in range(5)
+    ]
+    meta = tmp_path / "p.json"
+    meta.write_text(json.dumps({"training": {"history": history, "algorithm": "test"}}))
+    out = tmp_path / "curves.png"
+    assert plot_training(meta, out) == ["eval_ratio", "accuracy"]
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    meta.write_text(json.dumps({"architecture": {}}))
+    with pytest.raises(ValueError, match="no training history"):
+        plot_training(meta, out)

@@ -25,6 +25,18 @@ def _names(spec: str) -> tuple[str, ...]:
     return tuple(comma_list(spec))
 
 
+def _ccr_range(spec: str | None) -> tuple[float, float] | None:
+    if spec is None:
+        return None
+    try:
+        lo, hi = (float(x) for x in spec.split("-"))
+    except ValueError:
+        raise typer.BadParameter(f"--ccr must be LO-HI, e.g. 0.1-10, got {spec!r}") from None
+    if not 0 < lo <= hi:
+        raise typer.BadParameter(f"--ccr must have 0 < LO <= HI, got {spec!r}")
+    return lo, hi
+
+
 def register(app: typer.Typer) -> None:
     """Add the `train` and `evaluate` commands to `app`."""
 
@@ -41,7 +53,17 @@ def register(app: typer.Typer) -> None:
         ] = "blast,bwa,cycles,seismology,soykb",
         stages: Annotated[str, typer.Option(help="curriculum of task ranges, small to large")] = "10-30,20-60,40-100",
         imitation_rounds: Annotated[int, typer.Option(help="DAgger rounds")] = 12,
-        teacher: Annotated[str, typer.Option(help="DAgger teacher: heft, or rollout (better, slower)")] = "heft",
+        teacher: Annotated[
+            str,
+            typer.Option(
+                help="DAgger teacher: heft, rollout (better, slower) or expert (rollout with the learner as a base)"
+            ),
+        ] = "heft",
+        ccr: Annotated[
+            Optional[str],  # noqa: UP045
+            typer.Option(help="CCR range of synthetic workflows, LO-HI, drawn log-uniformly (default: 0.5)"),
+        ] = None,
+        heterogeneity: Annotated[float, typer.Option(help="heterogeneity of random clusters, 0-1")] = 0.5,
         episodes_per_round: Annotated[int, typer.Option(help="episodes per DAgger round")] = 16,
         epochs: Annotated[int, typer.Option(help="passes over the DAgger buffer per round")] = 2,
         buffer_size: Annotated[int, typer.Option(help="DAgger buffer, oldest states dropped first")] = 40000,
@@ -64,8 +86,10 @@ def register(app: typer.Typer) -> None:
 
         if algo not in ("ppo", "a2c"):
             raise typer.BadParameter(f"--algo must be ppo or a2c, got {algo!r}")
-        if teacher not in ("heft", "rollout"):
-            raise typer.BadParameter(f"--teacher must be heft or rollout, got {teacher!r}")
+        from dagsched.rl.imitation import TEACHERS
+
+        if teacher not in TEACHERS:
+            raise typer.BadParameter(f"--teacher must be one of {', '.join(TEACHERS)}, got {teacher!r}")
         cfg = TrainConfig(
             name=name,
             out_dir=str(out_dir),
@@ -77,6 +101,8 @@ def register(app: typer.Typer) -> None:
             stages=_stages(stages),
             imitation_rounds=imitation_rounds,
             teacher=teacher,  # type: ignore[arg-type]
+            ccr_range=_ccr_range(ccr),
+            heterogeneity=heterogeneity,
             episodes_per_round=episodes_per_round,
             epochs=epochs,
             buffer_size=buffer_size,

@@ -54,6 +54,9 @@ class EnvConfig(BaseModel):
     n_tasks: tuple[int, int] = Field((10, 40), description="inclusive range of tasks per workflow")
     n_tasks_choices: tuple[int, ...] = Field((), description="draw the size from these instead, when given")
     ccr: float = Field(0.5, ge=0, description="communication-to-computation ratio of generated workflows")
+    ccr_range: tuple[float, float] | None = Field(
+        None, description="draw each workflow's CCR log-uniformly from this inclusive range instead of `ccr`"
+    )
     cluster: str | None = Field("small-3", description="cluster preset name; None draws a random cluster")
     random_nodes: tuple[int, int] = Field((2, 8), description="inclusive node-count range of a random cluster")
     heterogeneity: float = Field(0.5, ge=0, le=1, description="heterogeneity of a random cluster")
@@ -179,7 +182,7 @@ class SchedulingEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     | node_history | (M, H) | float32 | cpu utilisation at the last H decision instants (only when H > 0) |
     | candidates | (K,) | int64 | task index of each candidate slot, in [0, T) |
     | candidate_mask | (K,) | int8 | 1 for filled slots |
-    | pair_features | (K, M, 11) | float32 | estimated start/finish, transfer share, can start now, ... |
+    | pair_features | (K, M, 13) | float32 | estimated start/finish, transfer share, can start now, OCT, ... |
     | global_features | (10,) | float32 | time, progress, remaining critical path and work, ... |
     | action_mask | (K * M + 1,) | int8 | legal actions; last = wait |
 
@@ -288,7 +291,11 @@ class SchedulingEnv(gym.Env[dict[str, np.ndarray], np.int64]):
             else:
                 n = int(rng.integers(c.n_tasks[0], c.n_tasks[1] + 1))
             name = f"{family}-{n}" if c.n_workflows == 1 else f"{family}-{n}-w{i:03d}"
-            workflows.append(generate_workflow(family, n, int(rng.integers(2**31)), ccr=c.ccr, name=name))
+            ccr = c.ccr
+            if c.ccr_range is not None:
+                lo, hi = np.log(c.ccr_range[0]), np.log(c.ccr_range[1])
+                ccr = float(np.exp(rng.uniform(lo, hi)))
+            workflows.append(generate_workflow(family, n, int(rng.integers(2**31)), ccr=ccr, name=name))
         if c.n_workflows > 1:
             workflows = poisson_arrivals(workflows, c.arrival_rate_per_h, int(rng.integers(2**31)))
         return Problem(name="rl-episode", workflows=workflows, cluster=cluster)

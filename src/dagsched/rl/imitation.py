@@ -14,6 +14,7 @@ tens of thousands of states of different sizes stays small.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from dagsched.policy.gnn import SchedulingPolicy
 from dagsched.rl.env import SchedulingEnv
 from dagsched.schedulers.heft import HEFT
 from dagsched.schedulers.rollout import BASES, complete_from_here
-from dagsched.sim.decision import DecisionPoint
+from dagsched.sim.decision import DecisionPoint, Scheduler
 
 
 @dataclass
@@ -64,24 +65,59 @@ class HeftTeacher:
 class RolloutTeacher:
     """Rollout from here (`dagsched.schedulers.rollout`): every base heuristic runs to the end on a fork and
     the best one's move now is the label. Better than HEFT (benchmarks/bench_teachers.py: 3.6 % shorter
-    makespans on average, 7 % at CCR 10, never longer), at the cost of one whole run per base per step."""
+    makespans on average, 7 % at CCR 10, never longer), at the cost of one whole run per base per step.
 
-    def __init__(self, env: SchedulingEnv, bases: Sequence[str] = BASES) -> None:
-        self.bases = tuple(bases)
+    With `learner` (expert iteration) the current policy is one more base: the label is then never worse
+    than what the learner would do from here, and better wherever a heuristic's completion beats it, so each
+    round's policy is trained towards an improvement of itself (rollout as policy improvement, Bertsekas;
+    expert iteration, Anthony et al. 2017). Ties go to the heuristics, listed first."""
+
+    def __init__(
+        self, env: SchedulingEnv, learner: SchedulingPolicy | None = None, bases: Sequence[str] = BASES
+    ) -> None:
+        self.bases: list[str | Scheduler] = list(bases)
+        if learner is not None:
+            from dagsched.schedulers.drl import DRLScheduler
+
+            self.bases.append(DRLScheduler(policy=learner, max_candidates=env.config.max_candidates))
+        self.wins: dict[str, int] = {}
+        """how often each base gave the label (the learner is `drl`)"""
 
     def action(self, env: SchedulingEnv) -> int:
         sim, obs = env.sim, env.observation
         assert sim is not None and obs is not None
         dp = sim.decision_point()
-        runs = sorted((complete_from_here(dp, base) for base in self.bases), key=lambda r: r[0])
-        for _, first, _ in runs:  # the best base whose move the action space can express
+        runs = [(*complete_from_here(dp, base), i) for i, base in enumerate(self.bases)]
+        runs.sort(key=lambda r: (r[0], r[3]))
+        for _, first, _, i in runs:  # the best base whose move the action space can express
             if expressible(first.assignments, obs):
+                self._won(i)
                 return pair_label(first.assignments, obs)
+        self._won(runs[0][3])
         return pair_label(runs[0][1].assignments, obs)
 
+    def _won(self, i: int) -> None:
+        base = self.bases[i]
+        name = base if isinstance(base, str) else base.name
+        self.wins[name] = self.wins.get(name, 0) + 1
 
-TEACHERS = {"heft": HeftTeacher, "rollout": RolloutTeacher}
-"""Teachers by name (`TrainConfig.teacher`)."""
+
+def make_teacher(
+    kind: str, env: SchedulingEnv, learner: SchedulingPolicy | None = None
+) -> HeftTeacher | RolloutTeacher:
+    """The teacher `kind` (`TEACHERS`) for one episode; `learner` is the policy expert iteration rolls out."""
+    if kind == "heft":
+        return HeftTeacher(env)
+    if kind == "rollout":
+        return RolloutTeacher(env)
+    if kind == "expert":
+        return RolloutTeacher(env, learner)
+    raise ValueError(f"teacher must be one of {TEACHERS}, got {kind!r}")
+
+
+TEACHERS = ("heft", "rollout", "expert")
+"""Teachers by name (`TrainConfig.teacher`): HEFT from here; rollout over the base heuristics; and expert
+iteration, rollout over the base heuristics and the learner itself (the policy of the round's start)."""
 
 
 def expressible(assignments: Sequence[tuple[int, int]], obs: Observation) -> bool:
@@ -232,14 +268,16 @@ def play_episode(
     options: dict[str, Any] | None = None,
     label: bool = True,
     teacher_kind: str = "heft",
+    expert: SchedulingPolicy | None = None,
 ) -> tuple[list[Sample], dict[str, Any]]:
-    """One episode, acting as the teacher (`TEACHERS[teacher_kind]`) with probability `beta` per step (else the
-    learner).
+    """One episode, acting as the teacher (`make_teacher(teacher_kind, env, expert)`) with probability `beta` per
+    step (else the learner).
 
-    Returns the visited states with the teacher's labels (when `label`) and the final info.
+    Returns the visited states with the teacher's labels (when `label`) and the final info (with
+    `teacher_wins`, how often each base gave the label, for a rollout teacher).
     """
     _, info = env.reset(seed=seed, options=options)
-    teacher = TEACHERS[teacher_kind](env) if label or beta > 0 else None
+    teacher = make_teacher(teacher_kind, env, expert) if label or beta > 0 else None
     samples: list[Sample] = []
     rewards: list[float] = []
     K, M = env.config.max_candidates, env.config.max_nodes
@@ -258,6 +296,8 @@ def play_episode(
         for s, r in zip(samples, returns_to_go(rewards), strict=True):
             s.ret = float(r)
     info["return"] = float(sum(rewards))
+    if isinstance(teacher, RolloutTeacher):
+        info["teacher_wins"] = dict(teacher.wins)
     return samples, info
 
 
@@ -314,12 +354,16 @@ def dagger_round(
     """One DAgger round: play each (env, seed, reset options) episode, mixing the teacher (probability `beta`)
     and the learner (`learner`: else the teacher alone), add the labelled states to `buffer` (the oldest
     dropped past `buffer_size`), then fit. Returns the fit's mean losses and each episode's final info.
+    With the `expert` teacher the learner rolled out is a frozen copy of `policy` as the round starts.
 
     `episodes` may be a generator: each is drawn just before it is played, so draws from `rng` in the
     caller and in the episodes interleave as they come."""
     infos = []
+    expert = copy.deepcopy(policy).eval() if teacher_kind == "expert" and learner else None
     for env, seed, options in episodes:
-        samples, info = play_episode(env, policy if learner else None, beta, rng, seed, options, True, teacher_kind)
+        samples, info = play_episode(
+            env, policy if learner else None, beta, rng, seed, options, True, teacher_kind, expert
+        )
         buffer.extend(samples)
         infos.append(info)
     if buffer_size is not None:

@@ -72,6 +72,10 @@ class TrainConfig:
     """curriculum: inclusive task-count ranges, small to large"""
     clusters: tuple[str, ...] = ("hetero-16", "small-3", "random")
     """cluster presets drawn from ('random': a random cluster of 2-16 nodes)"""
+    ccr_range: tuple[float, float] | None = None
+    """draw each synthetic workflow's CCR log-uniformly from this range (None: the env's fixed 0.5)"""
+    heterogeneity: float = 0.5
+    """heterogeneity of the random clusters (1: node speeds spread most)"""
     modes: tuple[str, ...] = ("classic", "cloud")
     """simulator modes drawn from"""
     hidden: int = 32
@@ -96,8 +100,9 @@ class TrainConfig:
     """Adam learning rate of imitation"""
     beta_min: float = 0.1
     """DAgger: the teacher acts with probability 1 in round 0, decaying linearly to this"""
-    teacher: Literal["heft", "rollout"] = "heft"
-    """DAgger's teacher: HEFT from here, or rollout over base heuristics from here (better than HEFT, slower)"""
+    teacher: Literal["heft", "rollout", "expert"] = "heft"
+    """DAgger's teacher: HEFT from here; rollout over base heuristics from here (better than HEFT, slower); or
+    expert iteration, rollout over the base heuristics and the round's policy itself"""
     buffer_size: int = 40000
     """DAgger aggregate, oldest dropped first"""
     imitation_budget_s: float = math.inf
@@ -162,6 +167,8 @@ def env_fields(cfg: TrainConfig, stage: tuple[int, int], cluster: str, mode: str
         "n_tasks": stage,
         "cluster": None if cluster == "random" else cluster,
         "random_nodes": (2, 16),
+        "ccr_range": cfg.ccr_range,
+        "heterogeneity": cfg.heterogeneity,
         "max_tasks": stage[1] * slack,
         "max_edges": 16 * stage[1] * slack,
         "max_nodes": 16,
@@ -366,6 +373,10 @@ def train(cfg: TrainConfig, command: str | None = None) -> dict[str, Any]:
         )
         returns = [info["return"] for info in infos]
         ratios = [info["makespan"] / info["baseline"]["makespan_s"] for info in infos if "makespan" in info]
+        wins: dict[str, int] = {}
+        for info in infos:
+            for base, n in info.get("teacher_wins", {}).items():
+                wins[base] = wins.get(base, 0) + n
         state["round"] = r + 1
         scalars = {
             **stats,
@@ -375,6 +386,9 @@ def train(cfg: TrainConfig, command: str | None = None) -> dict[str, Any]:
             "buffer": float(len(buffer)),
             "stage_max_tasks": float(stage[1]),
         }
+        if wins:  # expert iteration's measure of progress: how often the learner's own completion was the best
+            scalars["teacher_share_learner"] = wins.get("drl", 0) / sum(wins.values())
+            scalars["teacher_share_heft"] = wins.get("heft", 0) / sum(wins.values())
         checkpoint("imitation", r + 1, scalars)
     state["round"] = max(state["round"], cfg.imitation_rounds)  # a spent budget ends the phase for good
 
@@ -391,9 +405,9 @@ def train(cfg: TrainConfig, command: str | None = None) -> dict[str, Any]:
         "command": command or "dagsched.rl.train.train(...)",
         "seed": cfg.seed,
         "wall_time_s": round(float(state["elapsed_s"]), 1),
-        "algorithm": f"DAgger imitation of HEFT-from-here, then {cfg.algo.upper()} (RLlib {_ray_version()})"
+        "algorithm": f"{_TEACHER_TEXT[cfg.teacher]}, then {cfg.algo.upper()} (RLlib {_ray_version()})"
         if cfg.rl_iterations
-        else "DAgger imitation of HEFT-from-here",
+        else _TEACHER_TEXT[cfg.teacher],
         "training_families": list(cfg.families),
         "training_recipes": list(cfg.recipes),
         "held_out_families": [*cfg.held_out, "all real WfCommons traces"],
@@ -414,6 +428,12 @@ def train(cfg: TrainConfig, command: str | None = None) -> dict[str, Any]:
     return {"weights": str(weights), **record}
 
 
+_TEACHER_TEXT = {
+    "heft": "DAgger imitation of HEFT-from-here",
+    "rollout": "DAgger imitation of rollout over heft, peft, min_min, sjf_cp from here",
+    "expert": "Expert iteration: DAgger on rollout over heft, peft, min_min, sjf_cp and the learner itself",
+}
+
 _HISTORY_KEYS = (
     "phase",
     "step",
@@ -425,6 +445,8 @@ _HISTORY_KEYS = (
     "beta",
     "buffer",
     "stage_max_tasks",
+    "teacher_share_learner",
+    "teacher_share_heft",
     "elapsed_s",
     "learners/default_policy/policy_loss",
     "learners/default_policy/mean_kl_loss",

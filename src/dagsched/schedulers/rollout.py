@@ -35,17 +35,18 @@ BASES = ("heft", "peft", "min_min", "sjf_cp")
 """Base heuristics rolled out at each decision: list schedulers with different orders and node rules."""
 
 
-def complete_from_here(dp: DecisionPoint, base: str, seed: int = 0) -> tuple[float, Decision, list[Start]]:
-    """Run `base` from this decision point to the end on a fork: (makespan from the first submission, its
-    decision now, every (task, node, start) it starts from now on, in order)."""
+def complete_from_here(dp: DecisionPoint, base: str | Scheduler, seed: int = 0) -> tuple[float, Decision, list[Start]]:
+    """Run `base` (a registered name, or a scheduler instance, reset here) from this decision point to the end
+    on a fork: (makespan from the first submission, its decision now, every (task, node, start) it starts from
+    now on, in order)."""
     fork: Simulator = dp.fork()
-    sched = make_scheduler(base)
+    sched = make_scheduler(base) if isinstance(base, str) else base
     here = fork.decision_point()
     sched.reset(dp.cp, here, seed)
     first = sched.decide(here)
     starts: list[Start] = [(int(t), int(nd), fork.now) for t, nd in first.assignments]
     fork.apply(first)
-    fork.trace.scheduler = base
+    fork.trace.scheduler = sched.name
     while (nxt := fork.next_decision()) is not None:
         decision = sched.decide(nxt)
         starts += [(int(t), int(nd), fork.now) for t, nd in decision.assignments]

@@ -1,0 +1,58 @@
+"""Training curves of a policy as a PNG, from the history its JSON keeps (`train`'s record).
+
+The same scalars go to TensorBoard during training (`runs/<name>/tb`); this reads the copy saved beside the
+weights, so a shipped model's curves can be redrawn without its run folder:
+`python -m dagsched.rl.curves src/dagsched/data/models/drl-v2.json docs/img/drl-v2-training.png`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+CURVES = (
+    ("eval_ratio", "validation makespan / HEFT"),
+    ("accuracy", "agreement with the teacher"),
+    ("teacher_share_learner", "labels from the learner's own rollout"),
+    ("bc_loss", "imitation loss"),
+)
+
+
+def plot_training(meta_path: str | Path, out_png: str | Path) -> list[str]:
+    """Draw the curves of `CURVES` the history has, one panel each, against the training step; returns their keys."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    meta: dict[str, Any] = json.loads(Path(meta_path).read_text())
+    history = meta.get("training", {}).get("history", [])
+    if not history:
+        raise ValueError(f"{meta_path}: no training history (was it written by dagsched train?)")
+    drawn = [(key, label) for key, label in CURVES if any(key in h for h in history)]
+    fig, axes = plt.subplots(1, len(drawn), figsize=(4 * len(drawn), 3.2), squeeze=False)
+    for ax, (key, label) in zip(axes[0], drawn, strict=True):
+        for phase in dict.fromkeys(h["phase"] for h in history):
+            points = [(i + 1, h[key]) for i, h in enumerate(history) if h["phase"] == phase and key in h]
+            if points:
+                xs, ys = zip(*points, strict=True)
+                ax.plot(xs, ys, marker=".", label=phase)
+        if key == "eval_ratio":
+            ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+        ax.set_title(label, fontsize=9)
+        ax.set_xlabel("round / iteration")
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle(f"{Path(meta_path).stem}: {meta['training'].get('algorithm', '')}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=110)
+    plt.close(fig)
+    return [key for key, _ in drawn]
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit("usage: python -m dagsched.rl.curves POLICY.json OUT.png")
+    print(plot_training(sys.argv[1], sys.argv[2]))
