@@ -11,6 +11,7 @@ from gymnasium.utils.env_checker import check_env
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from dagsched.policy.features import PAIR_FEATURES
 from dagsched.rl import ENV_ID
 from dagsched.rl.env import EnvConfig, IllegalActionError, SchedulingEnv
 from dagsched.sim.validate import validate_trace
@@ -42,7 +43,7 @@ def test_registered_and_configurable(small):
     space = env.observation_space
     assert space["task_features"].shape == (T, 21)
     assert space["node_features"].shape == (M, 14)
-    assert space["pair_features"].shape == (K, M, 11)
+    assert space["pair_features"].shape == (K, M, len(PAIR_FEATURES)) == (K, M, 13)
     assert space["edge_index"].shape == (2, 8 * T)
     assert space["action_mask"].n == K * M + 1
     assert "node_history" not in space.spaces

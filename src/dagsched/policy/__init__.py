@@ -15,7 +15,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-DEFAULT_MODEL = "drl-v1"
+DEFAULT_MODEL = "drl-v2"
 """Stem of the shipped policy in dagsched/data/models/ (a .safetensors and a .json)."""
 POLICY_ENV = "DAGSCHED_DRL_POLICY"
 """Environment variable naming another policy stem to load by default (how the benchmark's workers evaluate one)."""

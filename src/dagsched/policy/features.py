@@ -45,13 +45,15 @@ from dagsched.model.ranks import (
     mean_comm_pred_s,
     mean_comm_succ_s,
     mean_exec_s,
+    optimistic_cost_table,
     upward_rank,
 )
 from dagsched.policy import kernels
 from dagsched.sim.decision import DONE, DecisionPoint
 
-FEATURE_VERSION = 1
-"""Bump on any change to the features below (names, order, normalisation)."""
+FEATURE_VERSION = 2
+"""Bump on any change to the features below (names, order, normalisation). 2: the look-ahead pair features
+`oct` and `o_eft_gap` (what a task's placement does to its successors' communication; issue 16)."""
 
 FEATURE_CLIP = 10.0
 """Every feature lies in [-FEATURE_CLIP, FEATURE_CLIP]."""
@@ -112,6 +114,8 @@ PAIR_FEATURES = (
     "cost",  # execution time x price, relative to the task's most expensive feasible node
     "fits",  # 1 if the node is up and its capacity can ever hold the request
     "overran_here",  # 1 if the task overran on this node before (the overrun guard migrates it)
+    "oct",  # PEFT's optimistic cost: shortest remaining path from the task's end on this node to its exit / scale
+    "o_eft_gap",  # est_finish + oct - the best of that over nodes / scale (PEFT's node rule: 0 is its choice)
 )
 
 GLOBAL_FEATURES = (
@@ -223,6 +227,8 @@ class _PairTimes:
     best: FloatArray  # (k,) best finish over nodes
     avail: FloatArray  # (m,) when each node is up and booted (inf: down)
     cost_max: FloatArray  # (k,) the most expensive feasible node's cost
+    oct: FloatArray  # (k, m) optimistic cost to the exit from the task's end on the node
+    obest: FloatArray  # (k,) best finish + oct over nodes
 
     def at(self, rows: IntArray, cols: IntArray) -> _PairTimes:
         """The grids at the pairs (rows[j], cols[j]); best, avail and cost_max stay whole."""
@@ -234,6 +240,7 @@ class _PairTimes:
             room_s=self.room_s[rows, cols],
             fits=self.fits[rows, cols],
             cost=self.cost[rows, cols],
+            oct=self.oct[rows, cols],
         )
 
 
@@ -276,6 +283,7 @@ class FeatureBuilder:
         self.rank_u = upward_rank(cp)
         rank_d = downward_rank(cp)
         self.rank_fast = longest_to_exit_s(cp, cp.exec_s.min(axis=1))
+        self.oct = optimistic_cost_table(cp)
         cpu_cap = self.cap[:, 0].sum()
         self.work_share_s = w * self.req[:, 0] / cpu_cap  # each task's share of the cluster's cpu time
         scale = max(float(self.rank_u.max(initial=0.0)), float(self.work_share_s.sum()))
@@ -369,6 +377,7 @@ class FeatureBuilder:
                     times.avail[None, :],
                     times.cost_max[:, None],
                     (dp.avoid_node[cands][:, None] == np.arange(m)[None, :]),
+                    times.obest[:, None],
                 )
         return Observation(
             task_x=x,
@@ -418,6 +427,7 @@ class FeatureBuilder:
                         times.avail[cols],
                         times.cost_max[rows],
                         dp.avoid_node[t] == cols,
+                        times.obest[rows],
                     )
         return DecisionInputs(
             task_dyn=task_dyn,
@@ -475,6 +485,7 @@ class FeatureBuilder:
             self.work_share_s,
             self._global_const,
             dp.can_wait,
+            self.oct,
         )
         return DecisionInputs(
             task_dyn=task_dyn,
@@ -594,6 +605,7 @@ class FeatureBuilder:
         exec_s = cp.exec_s[cands]
         est_finish = start + exec_s
         cost = exec_s * cp.price_per_hour[None, :]
+        oct_ = self.oct[cands]
         return _PairTimes(
             start=start,
             finish=est_finish,
@@ -604,6 +616,8 @@ class FeatureBuilder:
             best=est_finish.min(axis=1),
             avail=avail,
             cost_max=np.where(fits, cost, 0.0).max(axis=1),
+            oct=oct_,
+            obest=(est_finish + oct_).min(axis=1),
         )
 
     def _pair_columns(
@@ -617,6 +631,7 @@ class FeatureBuilder:
         avail: FloatArray,
         cost_max: FloatArray,
         overran: BoolArray,
+        obest: FloatArray,
     ) -> npt.NDArray[np.float32]:
         """PAIR_FEATURES stacked on a new last axis, element-wise over the pairs given (a (k, m) grid or a list)."""
         s, now, clip = self.scale_s, dp.now, FEATURE_CLIP
@@ -633,6 +648,8 @@ class FeatureBuilder:
                 np.divide(p.cost, cost_max, out=np.zeros_like(p.cost), where=cost_max > 0),
                 p.fits.astype(np.float64),
                 overran.astype(np.float64),
+                p.oct / s,
+                np.where(np.isfinite(obest), p.finish + p.oct - obest, np.inf) / s,
             ],
             axis=-1,
         )

@@ -29,7 +29,7 @@ from dagsched.sim.kernels import AVAILABLE, njit, room_times_kernel, window_kern
 __all__ = ["AVAILABLE", "decision_kernel", "dense_logits"]
 
 CLIP = 10.0  # features.FEATURE_CLIP
-N_PAIR = 11  # len(features.PAIR_FEATURES)
+N_PAIR = 13  # len(features.PAIR_FEATURES)
 
 
 @njit(cache=True)
@@ -146,6 +146,7 @@ def decision_kernel(
     work_share_s: Any,
     global_const: Any,
     can_wait: bool,
+    oct_: Any,
 ) -> Any:
     """`FeatureBuilder.decision` (see there): (task_dyn, node_x, util, cands, legal, flat pairs, pair_x, global_x,
     wait_legal). `opened` is updated in place with the nodes running something, as `_note_opened` does.
@@ -247,6 +248,7 @@ def decision_kernel(
         cost = np.empty((k, m))
         fits = np.empty((k, m), dtype=np.bool_)
         best = np.full(k, np.inf)
+        obest = np.full(k, np.inf)
         cost_max = np.zeros(k)
         for i in range(k):
             t = cands[i]
@@ -258,6 +260,8 @@ def decision_kernel(
                 cost[i, j] = exec_s[t, j] * price[j]
                 if finish[i, j] < best[i]:
                     best[i] = finish[i, j]
+                if finish[i, j] + oct_[t, j] < obest[i]:
+                    obest[i] = finish[i, j] + oct_[t, j]
                 c = cost[i, j] if fits[i, j] else 0.0
                 if j == 0 or c > cost_max[i]:
                     cost_max[i] = c
@@ -294,6 +298,9 @@ def decision_kernel(
                 pair_x[p, 8] = np.float32(_pair_value(cost[i, j] / cost_max[i] if cost_max[i] > 0 else 0.0))
                 pair_x[p, 9] = 1.0 if fits[i, j] else 0.0
                 pair_x[p, 10] = 1.0 if avoid_node[t] == j else 0.0
+                pair_x[p, 11] = np.float32(_pair_value(oct_[t, j] / s))
+                ogap = finish[i, j] + oct_[t, j] - obest[i] if np.isfinite(obest[i]) else np.inf
+                pair_x[p, 12] = np.float32(_pair_value(ogap / s))
                 p += 1
     # _global
     n_f = float(n)
