@@ -151,3 +151,56 @@ def test_a_wait_defers_only_the_offered_window(defer: bool) -> None:
     assert waits, "the policy never waited with tasks startable: the case does not exercise windows"
     unseen = [startable - offered for startable, offered in waits if startable - offered]
     assert (unseen == []) == defer, unseen[:3]
+
+
+@pytest.mark.parametrize("action", ["task_eft", "rank_node"])
+def test_restricted_action_spaces_decode_as_documented(action: str) -> None:
+    """The action spaces measured against the pair action (benchmarks/bench_policy.py): `task_eft` keeps the
+    policy's task and moves it to its earliest-finish legal node; `rank_node` keeps the first startable
+    candidate (highest upward rank) and lets the policy pick its node or wait. Checked on every decision
+    state of a run against the policy's own logits, and the inference path decodes as the reference path."""
+    from dagsched.policy.features import FeatureBuilder
+    from dagsched.schedulers.base import make_scheduler
+    from dagsched.schedulers.drl import restrict_action
+    from dagsched.sim.decision import DecisionPoint
+    from dagsched.sim.engine import Simulator
+
+    cp = compile_problem(etl(30, 3))
+    policy = load_cached_policy()
+    sim = Simulator(cp, SimConfig(classic=True), 0)
+    builder = FeatureBuilder(cp, True, 16)
+    heft = make_scheduler("heft")  # walks the states
+    dp: DecisionPoint | None = sim.decision_point()
+    heft.reset(cp, dp, 0)
+    checked = 0
+    while dp is not None:
+        obs = builder.build(dp)
+        if obs.action_mask().any():
+            with torch.inference_mode():
+                logits = policy.forward_single(obs)[0].numpy()
+            a = restrict_action(action, logits, obs)
+            k, m = len(obs.candidates), obs.n_nodes
+            assert obs.action_mask()[a]
+            finish = np.where(obs.legal, obs.est_finish_s, np.inf)
+            if action == "task_eft" and a < k * m:
+                assert a // m == int(np.argmax(logits)) // m
+                assert finish[a // m, a % m] == finish[a // m].min()
+            if action == "rank_node":
+                first = int(np.flatnonzero(obs.legal.any(axis=1))[0]) if obs.legal.any() else None
+                if a < k * m:
+                    assert a // m == first
+                    assert logits[a] == logits[first * m : (first + 1) * m][obs.legal[first]].max()
+                elif first is not None:
+                    assert logits[k * m] > logits[first * m : (first + 1) * m][obs.legal[first]].max()
+            checked += 1
+        sim.apply(heft.decide(dp))
+        dp = sim.next_decision()
+    assert checked > 10
+    fast = simulate(cp, DRLScheduler(policy=policy, action=action), SimConfig(classic=True), 0)
+    slow = simulate(cp, DRLScheduler(policy=policy, action=action, fast=False), SimConfig(classic=True), 0)
+    assert fast.valid and slow.valid
+    assert [(x.task, x.node, x.start) for x in fast.trace.attempts] == [
+        (x.task, x.node, x.start) for x in slow.trace.attempts
+    ]
+    with pytest.raises(ValueError, match="action"):
+        DRLScheduler(policy=policy, action="node_only")

@@ -27,10 +27,53 @@ import os
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from dagsched.model.compiled import CompiledProblem
 from dagsched.schedulers.base import Decision, Scheduler, register
 from dagsched.sim.decision import DecisionPoint
+
+ACTIONS = ("pair", "task_eft", "rank_node")
+"""How a decision reads the policy's pair scores (issue 16's action-space question, measured at decode time with
+one network by benchmarks/bench_policy.py): `pair` takes the best (task, node) pair or wait; `task_eft` takes the
+task of the best pair and puts it on its earliest-finish legal node (the policy is a learned priority); `rank_node`
+takes the highest-ranked startable candidate (upward rank, the window's order) and lets the policy choose its node
+or to wait (the policy is a learned node rule)."""
+
+
+def _finish_grid(obs: Any) -> npt.NDArray[np.float64]:
+    """(k, m) estimated finish of each legal pair (inf elsewhere), from an Observation or DecisionInputs (there
+    the est_finish pair column, monotone in the finish time)."""
+    from dagsched.policy.features import PAIR_FEATURES
+
+    k, m = len(obs.candidates), obs.n_nodes
+    if hasattr(obs, "est_finish_s"):
+        return np.where(obs.legal, obs.est_finish_s, np.inf)
+    grid = np.full(k * m, np.inf)
+    grid[obs.legal_pairs] = obs.pair_x[:, PAIR_FEATURES.index("est_finish")]
+    return grid.reshape(k, m)
+
+
+def restrict_action(action: str, logits: npt.NDArray[np.float32], obs: Any) -> int:
+    """The greedy choice under the action space `action` (`ACTIONS`) from the policy's masked logits."""
+    mask = obs.action_mask()
+    k, m = len(obs.candidates), int(obs.n_nodes)
+    wait = k * m
+    if action == "task_eft":
+        a = int(np.argmax(np.where(mask, logits, -np.inf)))
+        if a == wait:
+            return a
+        row = a // m
+        return row * m + int(np.argmin(_finish_grid(obs)[row]))
+    rows = np.flatnonzero(obs.legal.any(axis=1))
+    if len(rows) == 0:
+        return wait
+    row = int(rows[0])  # the window offers startable tasks first, by decreasing upward rank
+    pairs = np.where(obs.legal[row], logits[row * m : (row + 1) * m], -np.inf)
+    best = int(np.argmax(pairs))
+    if mask[wait] and logits[wait] > pairs[best]:
+        return wait
+    return row * m + best
 
 
 @register
@@ -60,6 +103,7 @@ class DRLScheduler(Scheduler):
         fast: bool = True,
         defer_windows: bool = True,
         compiled: bool | None = None,
+        action: str = "pair",
     ) -> None:
         import torch  # here, not at module level: importing the scheduler registry must stay light
 
@@ -80,6 +124,9 @@ class DRLScheduler(Scheduler):
         self.fast = fast
         self.defer_windows = defer_windows
         self.compiled = compiled  # None: the numba kernels where numba is installed; False: numpy only
+        if action not in ACTIONS:
+            raise ValueError(f"action must be one of {', '.join(ACTIONS)}, got {action!r}")
+        self.action = action
         self._warm = False
 
     def reset(self, cp: CompiledProblem, view: DecisionPoint, seed: int = 0) -> None:
@@ -105,10 +152,12 @@ class DRLScheduler(Scheduler):
 
         if self.inference is not None:
             scores = self.inference.logits(obs)
-            if self.greedy:
+            if self.greedy and self.action == "pair":
                 return int(np.argmax(scores))  # the first of equal maxima, as torch.argmax
         with torch.inference_mode():
             logits = torch.from_numpy(scores) if self.inference is not None else self.policy.forward_single(obs)[0]
+            if self.action != "pair":
+                return restrict_action(self.action, logits.numpy(), obs)
             if self.greedy:
                 return int(torch.argmax(logits))
             probs = torch.softmax(logits / max(self.temperature, 1e-6), dim=0)

@@ -1,0 +1,133 @@
+"""The learned policy on held-out workloads, against the heuristics, by CCR and action space.
+
+Classic mode (exact runtimes: the policy's choices alone decide the makespan) on two clusters where
+placement matters: `hetero-16`, and random 8-node clusters of heterogeneity 0.9 (speeds spread
+about 2 to 10 times), one per seed. Workloads the policy never trained on: the held-out synthetic family
+`etl_star` at 30 and 80 tasks and CCR 0.1, 1, 5 and 10, and the held-out WfCommons recipes
+(montage, epigenomics, 1000genome) at about 60 tasks. Seeds 1..S.
+
+Per group (CCR, or recipe) it prints each scheduler's mean makespan ratio to HEFT's on the same problem
+with a 95 % bootstrap interval, wins/ties/losses against HEFT, and at the end the mean and worst ratio
+to the best of the heuristics on each problem. The learned policy runs with each action space of
+`dagsched.schedulers.drl.ACTIONS` (one network, decoded three ways; `--actions pair` alone for a dagsched
+that predates them). Prints; asserts nothing.
+
+With `--search SIMS`, also `mcts` (PUCT with the policy's priors) and `mcts_uct` at the same number of
+simulations per decision (and the seconds each spent, so the time per decision can be read off).
+
+Run: .venv/bin/python benchmarks/bench_policy.py [--seeds 10] [--policy STEM] [--actions pair,task_eft,rank_node]
+     [--search 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import defaultdict
+
+import numpy as np
+
+from dagsched.generate import cluster_preset, generate_workflow
+from dagsched.generate.clusters import random_cluster
+from dagsched.generate.recipes import recipe_workflow
+from dagsched.model import Problem, compile_problem
+from dagsched.schedulers import simulate
+from dagsched.schedulers.base import make_scheduler
+from dagsched.schedulers.drl import DRLScheduler
+from dagsched.schedulers.mcts import MCTS, MCTSUCT, MCTSConfig
+from dagsched.sim.config import SimConfig
+
+HEURISTICS = ("heft", "peft", "cpop", "min_min")
+CCRS = (0.1, 1.0, 5.0, 10.0)
+RECIPES = ("montage", "epigenomics", "1000genome")
+
+
+def _ci(ratios: list[float], rng: np.random.Generator) -> tuple[float, float, float]:
+    a = np.asarray(ratios)
+    boots = rng.choice(a, size=(2000, len(a))).mean(axis=1)
+    return float(a.mean()), float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))
+
+
+def problems(seeds: int) -> list[tuple[str, str, Problem]]:
+    """(group, cluster label, problem) of the held-out set."""
+    out = []
+    for seed in range(1, seeds + 1):
+        clusters = {
+            "hetero-16": cluster_preset("hetero-16"),
+            "random-8": random_cluster(8, 100 + seed, heterogeneity=0.9),
+        }
+        for label, cluster in clusters.items():
+            for ccr in CCRS:
+                for n in (30, 80):
+                    wf = generate_workflow("etl_star", n, seed=seed, ccr=ccr)
+                    out.append((f"etl_star CCR {ccr:g}", label, Problem(workflows=[wf], cluster=cluster)))
+            for recipe in RECIPES:
+                wf = recipe_workflow(recipe, 60, seed)
+                out.append((recipe, label, Problem(workflows=[wf], cluster=cluster)))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--policy", default=None, help="policy stem (default: the shipped model)")
+    parser.add_argument("--actions", default="pair,task_eft,rank_node")
+    parser.add_argument("--search", type=int, default=0, help="also mcts and mcts_uct at this many sims per decision")
+    args = parser.parse_args()
+    classic = SimConfig(classic=True)
+    actions = args.actions.split(",")
+    learned = [f"drl[{a}]" for a in actions]
+    names = [*HEURISTICS, *learned]
+    if args.search:
+        names += ["mcts_uct", "mcts"]
+    ratios: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    to_best: dict[str, list[float]] = defaultdict(list)
+    wtl: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))
+    secs: dict[str, float] = defaultdict(float)
+    rng = np.random.default_rng(0)
+    todo = problems(args.seeds)
+    print(f"classic mode; {len(todo)} held-out problems (etl_star by CCR, held-out recipes) on hetero-16 and")
+    print(f"random 8-node clusters of heterogeneity 0.9; seeds 1..{args.seeds}; policy {args.policy or 'shipped'}\n")
+    for group, _, problem in todo:
+        cp = compile_problem(problem)
+        makespans = {}
+        for name in names:
+            if name.startswith("drl["):
+                action = name[4:-1]
+                kwargs: dict[str, str] = {"policy_path": args.policy} if args.policy else {}
+                if action != "pair":
+                    kwargs["action"] = action
+                sched = DRLScheduler(**kwargs)
+            elif name in ("mcts", "mcts_uct"):
+                config = MCTSConfig(sims=args.search)
+                sched = MCTS(config, policy_path=args.policy) if name == "mcts" else MCTSUCT(config)
+            else:
+                sched = make_scheduler(name)
+            t0 = time.perf_counter()
+            result = simulate(cp, sched, classic)
+            secs[name] += time.perf_counter() - t0
+            assert result.valid, f"{name} on {group}: invalid trace"
+            makespans[name] = result.metrics.makespan
+        heft = makespans["heft"]
+        best = min(makespans[h] for h in HEURISTICS)
+        for name in names:
+            ms = makespans[name]
+            ratios[group][name].append(ms / heft)
+            ratios["all"][name].append(ms / heft)
+            wtl[group][name][0 if ms < heft - 1e-6 else 1 if ms <= heft + 1e-6 else 2] += 1
+            wtl["all"][name][0 if ms < heft - 1e-6 else 1 if ms <= heft + 1e-6 else 2] += 1
+            to_best[name].append(ms / best)
+    for group in [*dict.fromkeys(g for g, _, _ in todo), "all"]:
+        n = len(ratios[group]["heft"])
+        print(f"## {group} ({n} problems): makespan / HEFT's [95% CI], W/T/L vs HEFT")
+        for name in names:
+            m, lo, hi = _ci(ratios[group][name], rng)
+            print(f"  {name:<16}{m:.4f} [{lo:.4f}, {hi:.4f}]  {'/'.join(map(str, wtl[group][name])):>10}")
+    print("\n## ratio to the best of heft, peft, cpop, min_min on each problem: mean [95% CI], worst; seconds in all")
+    for name in names:
+        m, lo, hi = _ci(to_best[name], rng)
+        print(f"  {name:<16}{m:.4f} [{lo:.4f}, {hi:.4f}]  worst {max(to_best[name]):.4f}  {secs[name]:8.1f} s")
+
+
+if __name__ == "__main__":
+    main()
