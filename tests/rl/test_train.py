@@ -234,3 +234,70 @@ def test_training_curves_are_drawn_from_the_saved_history(tmp_path) -> None:
     meta.write_text(json.dumps({"architecture": {}}))
     with pytest.raises(ValueError, match="no training history"):
         plot_training(meta, out)
+
+
+def test_the_node_rollout_teacher_picks_the_best_tried_node_of_the_top_task() -> None:
+    """rank_node labels: the first startable candidate's node (or wait); of the nodes tried (the earliest
+    finishes and PEFT's node) the label's forced completion is the shortest, recomputed here on forks."""
+    from dagsched.rl.imitation import NodeRolloutTeacher, make_teacher
+    from dagsched.schedulers.rollout import complete_from_here
+
+    problem = Problem(
+        name="ccr", workflows=[generate_workflow("layered", 16, 2, ccr=5.0)], cluster=cluster_preset("hetero-16")
+    )
+    env = SchedulingEnv(problem=problem, max_tasks=32, max_nodes=16, sim={"classic": True})
+    env.reset(seed=1)
+    teacher = make_teacher("node_rollout", env)
+    assert isinstance(teacher, NodeRolloutTeacher)
+    K, M = env.config.max_candidates, env.config.max_nodes
+    for _ in range(10):
+        obs = env.observation
+        assert obs is not None and env.sim is not None
+        k, m = len(obs.candidates), obs.n_nodes
+        label = teacher.action(env)
+        assert obs.action_mask()[label]
+        rows = np.flatnonzero(obs.legal.any(axis=1))
+        if len(rows) and label < k * m:
+            row = int(rows[0])
+            assert label // m == row
+            tried = teacher.nodes_to_try(obs, row)
+            assert int(np.argmin(np.where(obs.legal[row], obs.est_finish_s[row], np.inf))) in tried
+            dp = env.sim.decision_point()
+
+            def forced(node: int, dp=dp, task=int(obs.candidates[row])) -> float:
+                fork = dp.fork()
+                fork.start(task, node)
+                return min(complete_from_here(fork.decision_point(), b)[0] for b in teacher.bases)
+
+            spans = {node: forced(node) for node in tried}
+            assert label % m in tried and spans[label % m] <= min(spans.values()) + 1e-9
+        _, _, done, truncated, _ = env.step(np.int64(to_padded(label, obs, K, M)))
+        if done or truncated:
+            break
+    assert sum(teacher.wins.values()) >= 1
+
+
+def test_rank_node_training_masks_all_but_the_top_task_and_the_learner_acts_there() -> None:
+    """A rank_node policy's loss is a softmax over the top startable task's legal nodes and wait only, and its
+    learner acts in that space; the teacher fixes the policy's action space, and RL fine-tuning refuses it."""
+    from dagsched.rl.imitation import learner_action, top_row_mask
+    from dagsched.rl.train import TrainConfig
+
+    env = SchedulingEnv(problem=fixed_problem(), max_tasks=32, max_nodes=4, sim={"classic": True})
+    env.reset(seed=3)
+    obs = env.observation
+    assert obs is not None
+    batch, layout = collate([obs])
+    K, M = layout[0]
+    mask = top_row_mask([obs], batch["action_mask"], K, M)[0].numpy()
+    row = int(np.flatnonzero(obs.legal.any(axis=1))[0])
+    assert mask[row * M : row * M + obs.n_nodes].tolist() == obs.legal[row].tolist()
+    assert mask[: row * M].sum() == 0 and mask[(row + 1) * M : -1].sum() == 0
+    assert bool(mask[-1]) == bool(obs.wait_legal)
+    policy = SchedulingPolicy(hidden=16, action_space="rank_node").eval()
+    a = learner_action(policy, obs)
+    assert a == obs.n_nodes * len(obs.candidates) or a // obs.n_nodes == row
+    assert TrainConfig(teacher="node_rollout").policy_config().action_space == "rank_node"
+    assert TrainConfig(teacher="expert").policy_config().action_space == "pair"
+    with pytest.raises(ValueError, match="action_space"):
+        SchedulingPolicy(hidden=16, action_space="node_only")

@@ -204,3 +204,82 @@ def test_restricted_action_spaces_decode_as_documented(action: str) -> None:
     ]
     with pytest.raises(ValueError, match="action"):
         DRLScheduler(policy=policy, action="node_only")
+
+
+def test_the_policy_file_carries_its_action_space_and_drl_decodes_it(tmp_path) -> None:
+    """A policy trained for rank_node saves that in its architecture; drl reads it back as its default action
+    space, an explicit `action` overrides it, and a file that predates the field decodes pairs."""
+    import json
+
+    from dagsched.policy.files import load_policy, save_policy
+
+    _, meta = save_policy(SchedulingPolicy(hidden=16, action_space="rank_node"), tmp_path / "p")
+    loaded = load_policy(tmp_path / "p")
+    assert loaded.config.action_space == "rank_node"
+    assert DRLScheduler(policy=loaded).action == "rank_node"
+    assert DRLScheduler(policy=loaded, action="pair").action == "pair"
+    info = json.loads(meta.read_text())
+    del info["architecture"]["action_space"]
+    meta.write_text(json.dumps(info))
+    assert DRLScheduler(policy=load_policy(tmp_path / "p")).action == "pair"
+    # auto: rank_node on one workflow, pair on a stream (resolved per plan)
+    auto = DRLScheduler(policy=loaded, action="auto")
+    one = compile_problem(etl(12, 1))
+    two = compile_problem(
+        Problem(
+            workflows=[generate_workflow("etl_star", 8, s, name=f"w{s}") for s in (1, 2)],
+            cluster=cluster_preset("hetero-16"),
+        )
+    )
+    for cp, decode in ((one, "rank_node"), (two, "pair"), (one, "rank_node")):
+        assert simulate(cp, auto, SimConfig(classic=True), 0).valid
+        assert auto.decode == decode
+
+
+def test_a_stream_is_embedded_by_its_open_workflows_only() -> None:
+    """On a stream the policy sees the workflows submitted and not finished: its summary averages over their
+    tasks, and the inference path embeds only them, which gives the same embeddings as the whole DAG (workflows
+    share no edges). The three paths still make one plan; traces validate."""
+    from dataclasses import replace
+
+    from dagsched.bench.suites import ProblemSpec
+    from dagsched.policy.features import FeatureBuilder
+    from dagsched.policy.inference import PolicyInference
+    from dagsched.schedulers.base import make_scheduler
+    from dagsched.sim.config import mode_settings
+    from dagsched.sim.decision import DONE
+    from dagsched.sim.engine import Simulator
+
+    spec = ProblemSpec(
+        "stream", "poisson", "hetero-16", gen_seed=2, cluster_id="hetero-16", load=0.85, arrival="poisson",
+        n_workflows=8, mix="default",
+    )  # fmt: skip
+    cp = spec.build()
+    config = SimConfig(**mode_settings("shared"))
+    policy = load_cached_policy()
+    runs = [simulate(cp, DRLScheduler(policy=policy, **path), config, 3) for path in ({}, {"fast": False})]
+    assert all(r.valid for r in runs)
+    assert [(a.task, a.node, a.start) for a in runs[0].trace.attempts] == [
+        (a.task, a.node, a.start) for a in runs[1].trace.attempts
+    ]
+    sim = Simulator(cp, config, 3)
+    builder = FeatureBuilder(cp, False)
+    inference = PolicyInference(policy, builder)
+    heft = make_scheduler("heft")
+    dp = sim.decision_point()
+    heft.reset(cp, dp, 3)
+    partial = 0
+    while dp is not None:
+        if dp.any_legal:
+            d = builder.decision(dp)
+            assert d.visible is not None
+            wf_done = np.bincount(cp.task_wf[dp.status == DONE], minlength=cp.n_workflows) == np.bincount(cp.task_wf)
+            expected = ((cp.wf_submit_s <= dp.now) & ~wf_done)[cp.task_wf]
+            assert d.visible.tolist() == expected.tolist()
+            assert d.visible[d.candidates].all()
+            whole = inference.embed_tasks(replace(d, visible=None))
+            np.testing.assert_allclose(inference.embed_tasks(d), whole[d.visible], rtol=1e-5, atol=1e-5)
+            partial += int(not d.visible.all())
+        sim.apply(heft.decide(dp))
+        dp = sim.next_decision()
+    assert partial > 10

@@ -167,6 +167,7 @@ class Observation:
     wake_s: float  # earliest future instant a ready task's inputs reach a node that could hold it (inf: none)
     est_start_s: FloatArray  # (k, m) estimated start of each candidate on each node, seconds (inf: cannot)
     est_finish_s: FloatArray  # (k, m) est_start_s + execution time on the node
+    visible: BoolArray | None = None  # (n,) tasks the summary averages over (`FeatureBuilder.visible`); None: all
 
     @property
     def n_tasks(self) -> int:
@@ -201,6 +202,7 @@ class DecisionInputs:
     global_x: npt.NDArray[np.float32]  # (len(GLOBAL_FEATURES),)
     wait_legal: bool
     wake_s: float
+    visible: BoolArray | None = None  # as Observation.visible
 
     @property
     def n_nodes(self) -> int:
@@ -284,6 +286,7 @@ class FeatureBuilder:
         rank_d = downward_rank(cp)
         self.rank_fast = longest_to_exit_s(cp, cp.exec_s.min(axis=1))
         self.oct = optimistic_cost_table(cp)
+        self.wf_size = np.bincount(cp.task_wf, minlength=cp.n_workflows)
         cpu_cap = self.cap[:, 0].sum()
         self.work_share_s = w * self.req[:, 0] / cpu_cap  # each task's share of the cluster's cpu time
         scale = max(float(self.rank_u.max(initial=0.0)), float(self.work_share_s.sum()))
@@ -392,6 +395,7 @@ class FeatureBuilder:
             wake_s=dp.wake_s,
             est_start_s=est_start,
             est_finish_s=est_finish,
+            visible=self.visible(dp),
         )
 
     def decision(self, dp: DecisionPoint) -> DecisionInputs:
@@ -440,6 +444,7 @@ class FeatureBuilder:
             global_x=self._global(dp, run, up_now, used_cpu),
             wait_legal=dp.wait_legal(legal, est_finish),
             wake_s=dp.wake_s,
+            visible=self.visible(dp),
         )
 
     def _decision_compiled(self, dp: DecisionPoint) -> DecisionInputs:
@@ -498,9 +503,23 @@ class FeatureBuilder:
             global_x=global_x,
             wait_legal=bool(wait_legal),
             wake_s=dp.wake_s,
+            visible=self.visible(dp),
         )
 
     # ---- parts of a decision state ------------------------------------------------------
+
+    def visible(self, dp: DecisionPoint) -> BoolArray | None:
+        """The tasks of the workflows submitted by now and not yet finished (None when the problem is one
+        workflow: then that is every task whenever a decision is asked). The policy's summary averages the task
+        embeddings over these, so a stream's future and finished workflows neither dilute what it sees nor
+        cost it anything: workflows share no edges, so the message passing of the visible tasks is the same on
+        the whole DAG or on their part of it, and the inference path embeds only that part."""
+        cp = self.cp
+        if cp.n_workflows == 1:
+            return None
+        done = np.bincount(cp.task_wf[dp.status == DONE], minlength=cp.n_workflows)
+        open_wf = (cp.wf_submit_s <= dp.now) & (done < self.wf_size)
+        return np.asarray(open_wf[cp.task_wf], dtype=bool)
 
     def _candidates(self, dp: DecisionPoint) -> tuple[IntArray, BoolArray, FloatArray]:
         """Offered tasks (the decision point's window by upward rank), their legal rows, arrivals."""

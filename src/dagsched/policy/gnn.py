@@ -64,6 +64,10 @@ class PolicyConfig:
     """how the snapshots are read when history_len > 0"""
     lstm_hidden: int = 16
     """width of the LSTM over the snapshots"""
+    action_space: Literal["pair", "task_eft", "rank_node", "auto"] = "pair"
+    """how the drl scheduler reads the pair scores (`dagsched.schedulers.drl.ACTIONS`): what the policy was
+    trained for, or what won on held-out data; `rank_node` policies learn only the node of the highest-ranked
+    startable task (or wait); `auto` decodes rank_node on one workflow and pair on a stream"""
     task_dim: int = len(TASK_FEATURES)
     node_dim: int = len(NODE_FEATURES)
     pair_dim: int = len(PAIR_FEATURES)
@@ -72,6 +76,8 @@ class PolicyConfig:
     def __post_init__(self) -> None:
         if self.conv not in ("gat", "gcn"):
             raise ValueError(f"conv must be 'gat' or 'gcn', got {self.conv!r}")
+        if self.action_space not in ("pair", "task_eft", "rank_node", "auto"):
+            raise ValueError(f"action_space must be pair, task_eft, rank_node or auto, got {self.action_space!r}")
         if self.history_encoder not in ("lstm", "mlp"):
             raise ValueError(f"history_encoder must be 'lstm' or 'mlp', got {self.history_encoder!r}")
         if self.conv == "gat" and self.hidden % self.heads:
@@ -219,9 +225,10 @@ class SchedulingPolicy(nn.Module):
         n, m, k = obs.n_tasks, obs.n_nodes, len(obs.candidates)
         task_h = self._embed_tasks(torch.from_numpy(obs.task_x), torch.from_numpy(obs.edge_index)).unsqueeze(0)
         history = torch.from_numpy(obs.node_history).unsqueeze(0) if self.config.history_len > 0 else None
+        visible = torch.ones(1, n, dtype=torch.bool) if obs.visible is None else torch.from_numpy(obs.visible)[None]
         logits, value = self._heads(
             task_h,
-            torch.ones(1, n, dtype=torch.bool),
+            visible,
             torch.from_numpy(obs.node_x).unsqueeze(0),
             torch.ones(1, m, dtype=torch.bool),
             history,

@@ -281,6 +281,17 @@ def _same_rows(*arrays: npt.NDArray[np.float32]) -> npt.NDArray[np.int64]:
     return _first_equal(np.concatenate([a.reshape(len(a), -1).view(np.int32) for a in arrays], axis=1, dtype=np.int64))
 
 
+@dataclass(frozen=True)
+class _Part:
+    """The visible tasks (`rows`; None: all), their message-passing graph and static share of the first layer,
+    and each task's row among them (`local`, -1 where not visible; None: all)."""
+
+    rows: npt.NDArray[np.int64] | None
+    graph: _Graph
+    static_pre: Array32
+    local: npt.NDArray[np.int64] | None
+
+
 class PolicyInference:
     """`SchedulingPolicy`'s masked logits for one decision at a time: the inference path of the DRL scheduler.
 
@@ -301,8 +312,11 @@ class PolicyInference:
         self.static_class = _same_rows(builder.task_static)  # tasks that differ here never tie
         self.static_pre = _mm(builder.task_static, w.task_static_w) + w.task_b  # (n, h)
         self.graph = _Graph(builder.edge_index, n, w.heads, w.gat, w.slope)
+        self.edge_index = builder.edge_index
+        self._parts: dict[bytes, _Part] = {}
         use_kernel = kernels.AVAILABLE if compiled is None else compiled and kernels.AVAILABLE
         use_kernel = use_kernel and self.graph.dense and not w.history and len(w.rounds) > 0
+        use_kernel = use_kernel and builder.cp.n_workflows == 1  # a stream embeds its visible part (`_part`)
         self._kernel_weights = self._pack(w) if use_kernel else None
 
     def _pack(self, w: _Weights) -> tuple[Any, ...]:
@@ -353,14 +367,36 @@ class PolicyInference:
                 rep[i] = i
         return rep
 
+    def _part(self, visible: npt.NDArray[np.bool_] | None) -> _Part:
+        """The visible tasks' part of the DAG (`FeatureBuilder.visible`), built when the open workflows change and
+        kept while they stay (a stream's decisions between two submissions or completions share one)."""
+        if visible is None:
+            return _Part(None, self.graph, self.static_pre, None)
+        key = np.packbits(visible).tobytes()
+        part = self._parts.get(key)
+        if part is None:
+            rows = np.flatnonzero(visible)
+            local = np.full(len(visible), -1, dtype=np.int64)
+            local[rows] = np.arange(len(rows))
+            edges = local[self.edge_index[:, visible[self.edge_index[0]]]]  # no edge crosses workflows
+            w = self.w
+            part = _Part(rows, _Graph(edges, len(rows), w.heads, w.gat, w.slope), self.static_pre[rows], local)
+            if len(self._parts) >= 16:
+                self._parts.clear()
+            self._parts[key] = part
+        return part
+
     def embed_tasks(self, d: DecisionInputs) -> Array32:
-        """Task embeddings (n, h): the task encoder and the message-passing rounds (`_embed_tasks`)."""
+        """Embeddings (v, h) of the visible tasks (all n of one workflow), in task order: the task encoder and
+        the message-passing rounds (`_embed_tasks`)."""
         w = self.w
-        pre = self.static_pre + _mm(d.task_dyn, w.task_dyn_w)
+        part = self._part(d.visible)
+        dyn = d.task_dyn if part.rows is None else d.task_dyn[part.rows]
+        pre = part.static_pre + _mm(dyn, w.task_dyn_w)
         h = _apply(w.task_second, np.maximum(pre, 0.0))
         np.maximum(h, 0.0, out=h)
         for r in w.rounds:
-            h = h + np.maximum(_mm(self.graph(r, h), r.mix_w) + r.mix_b, 0.0)
+            h = h + np.maximum(_mm(part.graph(r, h), r.mix_w) + r.mix_b, 0.0)
         return h
 
     def logits(self, d: DecisionInputs) -> Array32:
@@ -410,7 +446,8 @@ class PolicyInference:
         n_f, m_f = np.float32(h.shape[0]), np.float32(node_h.shape[0])
         pooled = np.concatenate([h.sum(0) / n_f, node_h.sum(0) / m_f, _apply(w.global_in, d.global_x)])
         g = np.maximum(_apply(w.summary, pooled), 0.0)
-        cand_h = h[d.candidates]
+        local = self._part(d.visible).local
+        cand_h = h[d.candidates] if local is None else h[local[d.candidates]]
         k, m = len(d.candidates), node_h.shape[0]
         scores = np.zeros(0, dtype=np.float32)
         if len(d.legal_pairs):

@@ -84,6 +84,8 @@ def register(app: typer.Typer) -> None:
         from dagsched.rl.train import TrainConfig, main_command
         from dagsched.rl.train import train as run
 
+        if teacher == "node_rollout" and rl_iterations:
+            raise typer.BadParameter("--teacher node_rollout trains the rank_node action space: use --rl-iterations 0")
         if algo not in ("ppo", "a2c"):
             raise typer.BadParameter(f"--algo must be ppo or a2c, got {algo!r}")
         from dagsched.rl.imitation import TEACHERS

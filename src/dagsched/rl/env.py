@@ -174,7 +174,7 @@ class SchedulingEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     | key | shape | dtype | meaning |
     | --- | --- | --- | --- |
     | task_features | (T, 21) | float32 | per task: runtime, requests, priority, ranks, state one-hot, ... |
-    | task_mask | (T,) | int8 | 1 for real tasks |
+    | task_mask | (T,) | int8 | 1 for visible tasks (of workflows submitted and unfinished), 0 for others and padding |
     | edge_index | (2, E) | int64 | DAG edges parent -> child, in [0, T) |
     | edge_mask | (E,) | int8 | 1 for real edges |
     | node_features | (M, 14) | float32 | free/total resources, speed, price, load, up, ... |
@@ -426,6 +426,8 @@ class SchedulingEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         task_x[:n] = obs.task_x
         out["task_features"] = task_x
         out["task_mask"] = _ones(T, n)
+        if obs.visible is not None:  # a stream: the summary averages over its open workflows' tasks
+            out["task_mask"][:n] = obs.visible
         edges = np.zeros((2, E), dtype=np.int64)
         edges[:, :e] = obs.edge_index
         out["edge_index"] = edges

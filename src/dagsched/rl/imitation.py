@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from dagsched.policy.features import Observation
+from dagsched.policy.features import PAIR_FEATURES, Observation
 from dagsched.policy.gnn import SchedulingPolicy
 from dagsched.rl.env import SchedulingEnv
 from dagsched.schedulers.heft import HEFT
@@ -102,9 +102,62 @@ class RolloutTeacher:
         self.wins[name] = self.wins.get(name, 0) + 1
 
 
+class NodeRolloutTeacher:
+    """Labels in the `rank_node` action space: the task is the window's first startable candidate (highest upward
+    rank), and the label is its node, or wait. Each of its `top_nodes` legal nodes of earliest estimated finish,
+    and PEFT's node (least finish + optimistic cost to the exit), is tried on a fork and completed from there by
+    each base heuristic; the node of the shortest completion is the label. Wait is the label when a base's own
+    completion from here is shorter still and starts none of the offered tasks now (a wait defers the whole
+    window). One-step look-ahead over the nodes with heuristic completions: the rollout algorithm in this
+    action space, never worse than its bases' choice among the nodes it tries."""
+
+    def __init__(self, env: SchedulingEnv, bases: Sequence[str] = ("heft", "peft"), top_nodes: int = 6) -> None:
+        self.bases = tuple(bases)
+        self.top_nodes = top_nodes
+        self.wins: dict[str, int] = {}
+        """`node` when a forced node won, `wait` when a base's own completion did"""
+
+    def nodes_to_try(self, obs: Observation, row: int) -> list[int]:
+        """The legal nodes of `row` tried: the `top_nodes` of earliest estimated finish, then PEFT's node."""
+        legal = np.flatnonzero(obs.legal[row])
+        finish = obs.est_finish_s[row, legal]
+        order = [int(legal[i]) for i in np.argsort(finish, kind="stable")[: self.top_nodes]]
+        o_gap = obs.pair_x[row, legal, PAIR_FEATURES.index("o_eft_gap")]
+        peft_node = int(legal[int(np.argmin(o_gap))])
+        return order if peft_node in order else [*order, peft_node]
+
+    def action(self, env: SchedulingEnv) -> int:
+        sim, obs = env.sim, env.observation
+        assert sim is not None and obs is not None
+        dp = sim.decision_point()
+        k, m = len(obs.candidates), obs.n_nodes
+        rows = np.flatnonzero(obs.legal.any(axis=1))
+        if len(rows) == 0:
+            return k * m  # nothing can start: waiting is the only legal action
+        row = int(rows[0])
+        task = int(obs.candidates[row])
+        best, label = math.inf, -1
+        for node in self.nodes_to_try(obs, row):
+            fork = dp.fork()
+            fork.start(task, node)
+            here = fork.decision_point()
+            span = min(complete_from_here(here, base)[0] for base in self.bases)
+            if span < best - 1e-9:
+                best, label = span, row * m + node
+        kind = "node"
+        if obs.wait_legal:
+            offered = {int(t) for t in obs.candidates}
+            for base in self.bases:
+                span, first, _ = complete_from_here(dp, base)
+                if span < best - 1e-9 and not offered & {int(t) for t, _ in first.assignments}:
+                    best, label, kind = span, k * m, "wait"
+        self.wins[kind] = self.wins.get(kind, 0) + 1
+        return label
+
+
 def make_teacher(
     kind: str, env: SchedulingEnv, learner: SchedulingPolicy | None = None
-) -> HeftTeacher | RolloutTeacher:
+) -> HeftTeacher | RolloutTeacher | NodeRolloutTeacher:
     """The teacher `kind` (`TEACHERS`) for one episode; `learner` is the policy expert iteration rolls out."""
     if kind == "heft":
         return HeftTeacher(env)
@@ -112,12 +165,18 @@ def make_teacher(
         return RolloutTeacher(env)
     if kind == "expert":
         return RolloutTeacher(env, learner)
+    if kind == "node_rollout":
+        return NodeRolloutTeacher(env)
     raise ValueError(f"teacher must be one of {TEACHERS}, got {kind!r}")
 
 
-TEACHERS = ("heft", "rollout", "expert")
-"""Teachers by name (`TrainConfig.teacher`): HEFT from here; rollout over the base heuristics; and expert
-iteration, rollout over the base heuristics and the learner itself (the policy of the round's start)."""
+TEACHERS = ("heft", "rollout", "expert", "node_rollout")
+"""Teachers by name (`TrainConfig.teacher`): HEFT from here; rollout over the base heuristics; expert
+iteration, rollout over the base heuristics and the learner itself (the policy of the round's start); and the
+node rollout of the `rank_node` action space (`NodeRolloutTeacher`)."""
+
+TEACHER_ACTION_SPACE = {"heft": "pair", "rollout": "pair", "expert": "pair", "node_rollout": "rank_node"}
+"""The action space each teacher's labels are in (`PolicyConfig.action_space` of the policy it trains)."""
 
 
 def expressible(assignments: Sequence[tuple[int, int]], obs: Observation) -> bool:
@@ -192,7 +251,7 @@ def collate(observations: Sequence[Observation]) -> tuple[dict[str, Tensor], lis
     for b, o in enumerate(observations):
         n, m, k, e = o.n_tasks, o.n_nodes, len(o.candidates), o.edge_index.shape[1]
         task_x[b, :n] = o.task_x
-        task_mask[b, :n] = True
+        task_mask[b, :n] = True if o.visible is None else o.visible
         edges[b, :, :e] = o.edge_index
         edge_mask[b, :e] = True
         node_x[b, :m] = o.node_x
@@ -253,10 +312,27 @@ def returns_to_go(rewards: Sequence[float], gamma: float = 1.0) -> np.ndarray:
 
 
 def learner_action(policy: SchedulingPolicy, obs: Observation) -> int:
-    """The policy's greedy action in the unpadded layout."""
+    """The policy's greedy action in the unpadded layout, in the action space it is trained for."""
     with torch.inference_mode():
         logits, _ = policy.forward_single(obs)
+    if policy.config.action_space != "pair":
+        from dagsched.schedulers.drl import restrict_action
+
+        return restrict_action(policy.config.action_space, logits.numpy(), obs)
     return int(torch.argmax(logits))
+
+
+def top_row_mask(observations: Sequence[Observation], action_mask: Tensor, K: int, M: int) -> Tensor:
+    """The padded action mask of the `rank_node` action space: only the first startable candidate's legal nodes,
+    and wait where legal (the loss is a softmax over what that policy chooses among)."""
+    out = torch.zeros_like(action_mask)
+    out[:, -1] = action_mask[:, -1]
+    for b, o in enumerate(observations):
+        rows = np.flatnonzero(o.legal.any(axis=1))
+        if len(rows):
+            r = int(rows[0])
+            out[b, r * M : (r + 1) * M] = action_mask[b, r * M : (r + 1) * M]
+    return out
 
 
 def play_episode(
@@ -296,7 +372,7 @@ def play_episode(
         for s, r in zip(samples, returns_to_go(rewards), strict=True):
             s.ret = float(r)
     info["return"] = float(sum(rewards))
-    if isinstance(teacher, RolloutTeacher):
+    if isinstance(teacher, RolloutTeacher | NodeRolloutTeacher):
         info["teacher_wins"] = dict(teacher.wins)
     return samples, info
 
@@ -320,6 +396,8 @@ def fit(
             mb = [buffer[i] for i in order[lo : lo + batch_size]]
             batch, layout = collate([s.obs for s in mb])
             K, M = layout[0]
+            if policy.config.action_space == "rank_node":
+                batch["action_mask"] = top_row_mask([s.obs for s in mb], batch["action_mask"], K, M)
             labels = torch.tensor([to_padded(s.label, s.obs, K, M) for s in mb])
             targets = torch.tensor([s.ret for s in mb], dtype=torch.float32)
             logits, values = policy(batch)

@@ -100,9 +100,10 @@ class TrainConfig:
     """Adam learning rate of imitation"""
     beta_min: float = 0.1
     """DAgger: the teacher acts with probability 1 in round 0, decaying linearly to this"""
-    teacher: Literal["heft", "rollout", "expert"] = "heft"
-    """DAgger's teacher: HEFT from here; rollout over base heuristics from here (better than HEFT, slower); or
-    expert iteration, rollout over the base heuristics and the round's policy itself"""
+    teacher: Literal["heft", "rollout", "expert", "node_rollout"] = "heft"
+    """DAgger's teacher: HEFT from here; rollout over base heuristics from here (better than HEFT, slower);
+    expert iteration, rollout over the base heuristics and the round's policy itself; or node_rollout, which
+    trains a policy of the `rank_node` action space (the node of the highest-ranked startable task)"""
     buffer_size: int = 40000
     """DAgger aggregate, oldest dropped first"""
     imitation_budget_s: float = math.inf
@@ -151,7 +152,10 @@ class TrainConfig:
         return Path(self.out_dir) / self.name
 
     def policy_config(self) -> PolicyConfig:
-        return PolicyConfig(hidden=self.hidden, layers=self.layers, conv=self.conv, heads=2)
+        from dagsched.rl.imitation import TEACHER_ACTION_SPACE
+
+        action_space = TEACHER_ACTION_SPACE[self.teacher]
+        return PolicyConfig(hidden=self.hidden, layers=self.layers, conv=self.conv, heads=2, action_space=action_space)
 
 
 # ---- workloads --------------------------------------------------------------------------------
@@ -386,13 +390,16 @@ def train(cfg: TrainConfig, command: str | None = None) -> dict[str, Any]:
             "buffer": float(len(buffer)),
             "stage_max_tasks": float(stage[1]),
         }
-        if wins:  # expert iteration's measure of progress: how often the learner's own completion was the best
-            scalars["teacher_share_learner"] = wins.get("drl", 0) / sum(wins.values())
-            scalars["teacher_share_heft"] = wins.get("heft", 0) / sum(wins.values())
+        for base, n in wins.items():  # expert iteration's measure of progress: how often the learner's own was best
+            scalars[f"teacher_share_{'learner' if base == 'drl' else base}"] = n / sum(wins.values())
         checkpoint("imitation", r + 1, scalars)
     state["round"] = max(state["round"], cfg.imitation_rounds)  # a spent budget ends the phase for good
 
     # ---- 3. RL fine-tuning on RLlib ----
+    if cfg.rl_iterations > state["rl_iteration"] and policy.config.action_space != "pair":
+        raise ValueError(
+            f"RL fine-tuning samples (task, node) pairs; teacher {cfg.teacher!r} trains another action space"
+        )
     if cfg.rl_iterations > state["rl_iteration"]:
         rl_fine_tune(cfg, policy, state, checkpoint)
 
@@ -432,6 +439,7 @@ _TEACHER_TEXT = {
     "heft": "DAgger imitation of HEFT-from-here",
     "rollout": "DAgger imitation of rollout over heft, peft, min_min, sjf_cp from here",
     "expert": "Expert iteration: DAgger on rollout over heft, peft, min_min, sjf_cp and the learner itself",
+    "node_rollout": "DAgger on node rollout (rank_node action space: near-best nodes tried, completed by heft, peft)",
 }
 
 _HISTORY_KEYS = (
@@ -447,6 +455,7 @@ _HISTORY_KEYS = (
     "stage_max_tasks",
     "teacher_share_learner",
     "teacher_share_heft",
+    "teacher_share_wait",
     "elapsed_s",
     "learners/default_policy/policy_loss",
     "learners/default_policy/mean_kl_loss",

@@ -33,12 +33,20 @@ from dagsched.model.compiled import CompiledProblem
 from dagsched.schedulers.base import Decision, Scheduler, register
 from dagsched.sim.decision import DecisionPoint
 
-ACTIONS = ("pair", "task_eft", "rank_node")
+ACTIONS = ("pair", "task_eft", "rank_node", "auto")
 """How a decision reads the policy's pair scores (issue 16's action-space question, measured at decode time with
 one network by benchmarks/bench_policy.py): `pair` takes the best (task, node) pair or wait; `task_eft` takes the
 task of the best pair and puts it on its earliest-finish legal node (the policy is a learned priority); `rank_node`
 takes the highest-ranked startable candidate (upward rank, the window's order) and lets the policy choose its node
-or to wait (the policy is a learned node rule)."""
+or to wait (the policy is a learned node rule); `auto` is `rank_node` on a problem of one workflow and `pair` on
+several (a stream), what won on held-out workloads of each kind (docs/policy.md)."""
+
+
+def resolve_action(action: str, one_workflow: bool) -> str:
+    """The action space `action` decodes on a problem of one workflow or of several (`auto` picks per problem)."""
+    if action == "auto":
+        return "rank_node" if one_workflow else "pair"
+    return action
 
 
 def _finish_grid(obs: Any) -> npt.NDArray[np.float64]:
@@ -56,9 +64,12 @@ def _finish_grid(obs: Any) -> npt.NDArray[np.float64]:
 
 def restrict_action(action: str, logits: npt.NDArray[np.float32], obs: Any) -> int:
     """The greedy choice under the action space `action` (`ACTIONS`) from the policy's masked logits."""
+    action = resolve_action(action, getattr(obs, "visible", None) is None)
     mask = obs.action_mask()
     k, m = len(obs.candidates), int(obs.n_nodes)
     wait = k * m
+    if action == "pair":
+        return int(np.argmax(np.where(mask, logits, -np.inf)))
     if action == "task_eft":
         a = int(np.argmax(np.where(mask, logits, -np.inf)))
         if a == wait:
@@ -103,7 +114,7 @@ class DRLScheduler(Scheduler):
         fast: bool = True,
         defer_windows: bool = True,
         compiled: bool | None = None,
-        action: str = "pair",
+        action: str | None = None,
     ) -> None:
         import torch  # here, not at module level: importing the scheduler registry must stay light
 
@@ -124,9 +135,13 @@ class DRLScheduler(Scheduler):
         self.fast = fast
         self.defer_windows = defer_windows
         self.compiled = compiled  # None: the numba kernels where numba is installed; False: numpy only
+        action = action or str(getattr(self.policy.config, "action_space", "pair"))
         if action not in ACTIONS:
             raise ValueError(f"action must be one of {', '.join(ACTIONS)}, got {action!r}")
         self.action = action
+        """the action space decoded (default: the one the policy was trained for, `PolicyConfig.action_space`)"""
+        self.decode = resolve_action(action, True)
+        """`action` as decoded on the current problem (`auto` resolves at `reset`)"""
         self._warm = False
 
     def reset(self, cp: CompiledProblem, view: DecisionPoint, seed: int = 0) -> None:
@@ -136,6 +151,7 @@ class DRLScheduler(Scheduler):
         from dagsched.policy.inference import PolicyInference
 
         super().reset(cp, view, seed)
+        self.decode = resolve_action(self.action, cp.n_workflows == 1)
         history = self.policy.config.history_len
         self.builder = FeatureBuilder(cp, view.classic, self.max_candidates, history, compiled=self.compiled)
         self.generator = torch.Generator().manual_seed(int(seed))
@@ -152,12 +168,12 @@ class DRLScheduler(Scheduler):
 
         if self.inference is not None:
             scores = self.inference.logits(obs)
-            if self.greedy and self.action == "pair":
+            if self.greedy and self.decode == "pair":
                 return int(np.argmax(scores))  # the first of equal maxima, as torch.argmax
         with torch.inference_mode():
             logits = torch.from_numpy(scores) if self.inference is not None else self.policy.forward_single(obs)[0]
-            if self.action != "pair":
-                return restrict_action(self.action, logits.numpy(), obs)
+            if self.decode != "pair":
+                return restrict_action(self.decode, logits.numpy(), obs)
             if self.greedy:
                 return int(torch.argmax(logits))
             probs = torch.softmax(logits / max(self.temperature, 1e-6), dim=0)
