@@ -44,8 +44,8 @@ def test_shared_suite_grid() -> None:
 
 
 def test_a_slice_of_the_suite_keeps_its_cell_ids() -> None:
-    """`--clusters`/`--seeds` pick a slice whose cells are the whole suite's (so either resumes the other);
-    a cluster or seed outside the suite is an InputError naming the option."""
+    """`--clusters`/`--seeds`/`--loads` pick a slice whose cells are the whole suite's (so either resumes the
+    other); a cluster, seed or load outside the suite is an InputError naming the option."""
     suite = get_suite("shared")
     part = suite.restricted(["hetero-16"], [1, 2])
     assert len(part.entries) == len(SHARED_LOADS) * len(SHARED_ARRIVALS) * 2
@@ -57,6 +57,13 @@ def test_a_slice_of_the_suite_keeps_its_cell_ids() -> None:
         suite.restricted(["tiny-2"])
     with pytest.raises(InputError, match="seeds"):
         suite.restricted(None, [99])
+    high = suite.restricted(["hetero-16"], [1, 2], [0.85])
+    assert {e.spec.load for e in high.entries} == {0.85} and len(high.entries) == len(SHARED_ARRIVALS) * 2
+    assert {(c.spec.problem_id, c.scheduler, c.seed) for c in high.cells()} < sliced
+    with pytest.raises(InputError, match="loads"):
+        suite.restricted(None, None, [0.5])
+    with pytest.raises(InputError, match="loads"):
+        get_suite("quick").restricted(None, None, [0.85])
 
 
 @pytest.fixture(scope="module")

@@ -116,6 +116,16 @@ def print_table(rows: list[dict[str, Any]], title: str) -> None:
     console.print(table)
 
 
+def _load_list(spec: str | None) -> list[float] | None:
+    """`--loads 0.6,0.85` as floats; a non-number is an InputError naming the option."""
+    if not spec:
+        return None
+    try:
+        return [float(x) for x in comma_list(spec)]
+    except ValueError:
+        raise InputError("--loads", f"expected comma-separated numbers, got {spec!r}") from None
+
+
 def _seed_list(text: str | None) -> list[int] | None:
     """`--seeds 1,2,3` as integers; a non-integer is an InputError naming the option."""
     if not text:
@@ -144,6 +154,9 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option(help="comma-separated cluster labels: run only this slice of the suite")
         ] = None,
         seeds: Annotated[str | None, typer.Option(help="comma-separated seeds: run only this slice")] = None,
+        loads: Annotated[
+            str | None, typer.Option(help="comma-separated offered loads of a stream suite: run only this slice")
+        ] = None,
         chunk_size: Annotated[int | None, typer.Option(min=1, help="cells per task (default: automatic)")] = None,
         retry_errors: Annotated[bool, typer.Option("--retry-errors", help="re-run cells stored as failed")] = False,
         strict: Annotated[bool, typer.Option("--strict", help="exit 1 when any cell failed")] = False,
@@ -156,8 +169,8 @@ def register(app: typer.Typer) -> None:
 
         try:
             chosen = get_suite(suite)
-            if clusters or seeds:
-                chosen = chosen.restricted(comma_list(clusters) or None, _seed_list(seeds))
+            if clusters or seeds or loads:
+                chosen = chosen.restricted(comma_list(clusters) or None, _seed_list(seeds), _load_list(loads))
             names = comma_list(schedulers) or None
             chosen.scheduler_names(names)
             out_dir = out or Path("results") / chosen.name

@@ -264,17 +264,31 @@ class Suite:
     skip: tuple[str, ...] = ()
     """schedulers left out of "every registered scheduler" (the suite's docstring says why)"""
 
-    def restricted(self, clusters: Sequence[str] | None = None, seeds: Sequence[int] | None = None) -> Suite:
-        """The slice of this suite on `clusters` (problem-id labels) and `seeds`; None keeps all.
+    def restricted(
+        self,
+        clusters: Sequence[str] | None = None,
+        seeds: Sequence[int] | None = None,
+        loads: Sequence[float] | None = None,
+    ) -> Suite:
+        """The slice of this suite on `clusters` (problem-id labels), `seeds` and offered `loads` (streams); None
+        keeps all.
 
         Cells keep their ids, so a slice's results resume into, and are resumed by, the whole suite."""
         known_clusters = sorted({e.spec.cluster_key for e in self.entries})
         unknown = sorted(set(clusters or ()) - set(known_clusters))
         if unknown:
             raise InputError("clusters", f"{', '.join(unknown)} not in suite {self.name}: {', '.join(known_clusters)}")
+        if loads:
+            known_loads = sorted({e.spec.load for e in self.entries if e.spec.load is not None})
+            missing = [x for x in loads if not any(abs(x - k) < 1e-9 for k in known_loads)]
+            if missing:
+                have = ", ".join(map(str, known_loads)) or "none: it has no streams"
+                raise InputError("loads", f"{', '.join(map(str, missing))} not in suite {self.name} (loads: {have})")
         entries = []
         for entry in self.entries:
             if clusters and entry.spec.cluster_key not in clusters:
+                continue
+            if loads and (entry.spec.load is None or not any(abs(entry.spec.load - x) < 1e-9 for x in loads)):
                 continue
             kept = tuple(s for s in entry.seeds if seeds is None or s in seeds)
             if kept:
@@ -425,7 +439,7 @@ SHARED_LOADS = (0.3, 0.6, 0.85, 0.95)
 SHARED_ARRIVALS = ("poisson", "bursty")
 SHARED_WORKFLOWS = {"homog-8": 100, "hetero-16": 150, "large-100": 250}
 """Workflows per stream on each cluster (see `shared_suite` for why these lengths)."""
-SHARED_SKIP = ("drl", "mcts", "mcts_uct", "tabu")
+SHARED_SKIP = ("mcts", "mcts_uct", "tabu")
 """Registered schedulers the shared suite leaves out (see `shared_suite`); shared-quick runs them."""
 
 
@@ -456,10 +470,9 @@ def shared_suite() -> Suite:
     two cores (a steady state on large-100 would need about 100,000 tasks per stream; its figures are
     those of a cluster still filling at the high loads, and the report's utilisation says by how much).
 
-    Every registered scheduler runs except four whose cost per decision grows with everything queued
+    Every registered scheduler runs except three whose cost per decision grows with everything queued
     on the cluster, which a stream makes large (`SHARED_SKIP`; shared-quick runs them on short
-    streams): `drl` reads every task of the problem at every pick (a 30-workflow stream took it
-    132 s, and the cost grows with the square of the stream), `mcts` and `mcts_uct` re-plan every
+    streams): `mcts` and `mcts_uct` re-plan every
     unstarted task of every workflow at each decision once their rollout budget is spent (one
     30-workflow stream took more than 25 minutes), and `tabu`, whose re-plan budget of 25,000 task
     placements is smaller than a few evaluations of a loaded stream's queue, plans what HEFT plans
