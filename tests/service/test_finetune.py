@@ -202,7 +202,7 @@ def test_a_winner_is_uploaded_and_served(
         info = client.get("/v1/model").json()
         # a loaded CI machine must not turn the plan below into a HEFT fallback on the 50 ms deadline
         client.put("/v1/config", json={"decision_deadline_ms": 60_000}, headers=AUTH).raise_for_status()
-        plan = client.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes()}).json()
+        plan = client.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes(), "scheduler": "drl"}).json()
     assert outcome.shipped and re.fullmatch(r"tiny-v1-ft-prod-\d{8}T\d{6}Z", outcome.version or "")
     assert info["version"] == outcome.version and info["previous"] == "tiny-v1" and info["source"] == "upload"
     assert plan["model_version"] == outcome.version

@@ -29,7 +29,7 @@ def test_upload_swaps_and_rollback_restores(client: TestClient, tmp_path: Path) 
     r = client.put("/v1/model/weights", files=_files(stem), headers=AUTH)
     assert r.status_code == 200, r.text
     assert r.json()["version"] == "tiny-v2" and r.json()["previous"] == "tiny-v1"
-    plan = client.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes()}).json()
+    plan = client.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes(), "scheduler": "drl"}).json()
     assert plan["model_version"] == "tiny-v2"
     assert 'dagsched_model_info{sha256="' in client.get("/v1/metrics").text
     r = client.post("/v1/model/rollback", headers=AUTH)
@@ -56,7 +56,7 @@ def test_rejected_uploads_leave_the_old_model_serving(client: TestClient, tmp_pa
         assert r.status_code == 422, r.text
         assert message in r.json()["detail"], (message, r.json())
         assert client.get("/v1/model").json()["version"] == "tiny-v1"
-    plan = client.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes()}).json()
+    plan = client.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes(), "scheduler": "drl"}).json()
     assert plan["model_version"] == "tiny-v1" and plan["fallback"] is False
     r = client.put("/v1/model/weights", files={"weights": ("w", good_w)}, headers=AUTH)
     assert r.status_code == 422 and "metadata: missing" in r.json()["detail"]

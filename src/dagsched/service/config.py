@@ -4,7 +4,7 @@ A config is validated as a whole before it replaces the live one: a rule outside
 expression language, an unknown scheduler or a bad number leaves the old config serving
 and the error names the field (`rules.gpu: ...`).
 
-    default_scheduler: drl          # the learned policy; HEFT is the fallback
+    default_scheduler: heft         # what wins on held-out workloads (docs/policy.md); drl when asked for
     temperature: 0                  # 0: greedy; > 0: sample the policy's softmax at this temperature
     decision_deadline_ms: 50        # one decision of the learned policy slower than this -> HEFT
     rules:                          # hard constraints, all must hold for a (node, task) pair
@@ -52,7 +52,7 @@ class RuntimeConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    default_scheduler: str = Field("drl", description="scheduler of /v1/schedule when the request names none")
+    default_scheduler: str = Field("heft", description="scheduler of /v1/schedule when the request names none")
     temperature: float = Field(0.0, ge=0, le=10, description="0 = greedy; else softmax temperature of the policy")
     decision_deadline_ms: float = Field(50.0, gt=0, description="per-decision deadline of the learned policy")
     rules: dict[str, str] = Field(default_factory=dict, description="node filter rules, name -> expression")
