@@ -45,7 +45,7 @@ bench-standard: $(STAMP)
 	$(VENV)/bin/dagsched bench --suite standard --out results/standard
 	$(VENV)/bin/dagsched report results/standard --out docs/results/standard --readme README.md --command "make bench"
 
-# streams of workflows on a loaded shared cluster (docs/shared-cluster.md); the whole grid is about 15 hours on two
+# streams of workflows on a loaded shared cluster (docs/shared-cluster.md); the whole grid is about 21 hours on two
 # cores: SHARED_ARGS="--clusters hetero-16,homog-8 --seeds 1,2" runs the slice the committed report shows (about 1.5 h)
 SHARED_ARGS ?=
 bench-shared: $(STAMP)

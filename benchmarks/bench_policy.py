@@ -74,6 +74,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--policy", default=None, help="policy stem (default: the shipped model)")
     parser.add_argument("--actions", default="pair,task_eft,rank_node")
+    parser.add_argument("--groups", default=None, help="only these groups, e.g. 'etl_star CCR 5,etl_star CCR 10'")
     parser.add_argument("--mode", default="classic", help="simulator mode: classic, or cloud (noise, failures)")
     parser.add_argument("--search", type=int, default=0, help="also mcts and mcts_uct at this many sims per decision")
     args = parser.parse_args()
@@ -87,8 +88,11 @@ def main() -> None:
     to_best: dict[str, list[float]] = defaultdict(list)
     wtl: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))
     secs: dict[str, float] = defaultdict(float)
+    decisions: dict[str, int] = defaultdict(int)
     rng = np.random.default_rng(0)
     todo = problems(args.seeds)
+    if args.groups:
+        todo = [p for p in todo if p[0] in args.groups.split(",")]
     print(f"{args.mode} mode; {len(todo)} held-out problems (etl_star by CCR, held-out recipes) on hetero-16 and")
     print(f"random 8-node clusters of heterogeneity 0.9; seeds 1..{args.seeds}; policy {args.policy or 'shipped'}\n")
     for group, _, problem in todo:
@@ -109,6 +113,7 @@ def main() -> None:
             t0 = time.perf_counter()
             result = simulate(cp, sched, classic, 1)
             secs[name] += time.perf_counter() - t0
+            decisions[name] += result.metrics.decisions
             assert result.valid, f"{name} on {group}: invalid trace"
             makespans[name] = result.metrics.makespan
         heft = makespans["heft"]
@@ -126,10 +131,13 @@ def main() -> None:
         for name in names:
             m, lo, hi = _ci(ratios[group][name], rng)
             print(f"  {name:<16}{m:.4f} [{lo:.4f}, {hi:.4f}]  {'/'.join(map(str, wtl[group][name])):>10}")
-    print("\n## ratio to the best of heft, peft, cpop, min_min on each problem: mean [95% CI], worst; seconds in all")
+    print("\n## ratio to the best of heft, peft, cpop, min_min on each problem: mean [95% CI], worst; time in all and")
+    print("## per decision point (a decision may start several tasks)")
     for name in names:
         m, lo, hi = _ci(to_best[name], rng)
-        print(f"  {name:<16}{m:.4f} [{lo:.4f}, {hi:.4f}]  worst {max(to_best[name]):.4f}  {secs[name]:8.1f} s")
+        per = secs[name] / max(decisions[name], 1) * 1e3
+        worst = max(to_best[name])
+        print(f"  {name:<16}{m:.4f} [{lo:.4f}, {hi:.4f}]  worst {worst:.4f}  {secs[name]:8.1f} s  {per:7.2f} ms")
 
 
 if __name__ == "__main__":

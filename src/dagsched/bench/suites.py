@@ -466,7 +466,7 @@ def shared_suite() -> Suite:
     `shared` mode (noise CV 0.3, node failures and stragglers). The seed fixes the stream and the
     hidden randomness. Streams hold 100 workflows on homog-8, 150 on hetero-16 and 250 on large-100
     (about 7,500, 11,000 and 19,000 tasks), spanning about 3 to 40 hours of simulated time: long enough
-    for several workflow lifetimes at every load, short enough that the 2,720 cells run in hours on
+    for several workflow lifetimes at every load, short enough that the 4,320 cells run in hours on
     two cores (a steady state on large-100 would need about 100,000 tasks per stream; its figures are
     those of a cluster still filling at the high loads, and the report's utilisation says by how much).
 
