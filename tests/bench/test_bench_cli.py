@@ -62,6 +62,9 @@ def test_bad_suite_and_scheduler_exit_2(tmp_path: Path) -> None:
     wrong = runner.invoke(_app(), ["bench", "--suite", str(suite), "--out", str(tmp_path), "--schedulers", "heft,zzz"])
     assert wrong.exit_code == 2
     assert "unknown scheduler(s) zzz" in wrong.output
+    for loads, fault in (("high", "expected comma-separated numbers"), ("0.5", "0.5 not in suite shared")):
+        sliced = runner.invoke(_app(), ["bench", "--suite", "shared", "--out", str(tmp_path), "--loads", loads])
+        assert sliced.exit_code == 2 and "loads: " in sliced.output and fault in sliced.output
     assert not (tmp_path / "results.sqlite").exists()
 
 
