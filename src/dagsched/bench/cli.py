@@ -116,24 +116,16 @@ def print_table(rows: list[dict[str, Any]], title: str) -> None:
     console.print(table)
 
 
-def _load_list(spec: str | None) -> list[float] | None:
-    """`--loads 0.6,0.85` as floats; a non-number is an InputError naming the option."""
-    if not spec:
-        return None
-    try:
-        return [float(x) for x in comma_list(spec)]
-    except ValueError:
-        raise InputError("--loads", f"expected comma-separated numbers, got {spec!r}") from None
-
-
-def _seed_list(text: str | None) -> list[int] | None:
-    """`--seeds 1,2,3` as integers; a non-integer is an InputError naming the option."""
+def _number_list(text: str | None, option: str, cast: type[int] | type[float]) -> list[Any] | None:
+    """`--seeds 1,2,3` (int) or `--loads 0.6,0.85` (float) as numbers; anything else is an InputError naming the
+    option."""
     if not text:
         return None
     try:
-        return [int(part) for part in comma_list(text)]
+        return [cast(part) for part in comma_list(text)]
     except ValueError:
-        raise InputError("--seeds", f"expected comma-separated integers, got {text!r}") from None
+        kind = "integers" if cast is int else "numbers"
+        raise InputError(option, f"expected comma-separated {kind}, got {text!r}") from None
 
 
 def register(app: typer.Typer) -> None:
@@ -170,7 +162,11 @@ def register(app: typer.Typer) -> None:
         try:
             chosen = get_suite(suite)
             if clusters or seeds or loads:
-                chosen = chosen.restricted(comma_list(clusters) or None, _seed_list(seeds), _load_list(loads))
+                chosen = chosen.restricted(
+                    comma_list(clusters) or None,
+                    _number_list(seeds, "--seeds", int),
+                    _number_list(loads, "--loads", float),
+                )
             names = comma_list(schedulers) or None
             chosen.scheduler_names(names)
             out_dir = out or Path("results") / chosen.name
