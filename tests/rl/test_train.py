@@ -142,6 +142,14 @@ def test_train_command_passes_its_options_to_the_config(monkeypatch, tmp_path) -
     assert (cfg.lr, cfg.seed, cfg.name, cfg.teacher) == (2e-4, 5, "t", "rollout")
     bad = CliRunner().invoke(app, ["train", "--teacher", "oracle"])
     assert bad.exit_code == 2 and "--teacher" in bad.output
+    for ccr in ("ten", "5-1", "0-3"):
+        bad = CliRunner().invoke(app, ["train", "--ccr", ccr])
+        assert bad.exit_code == 2 and "--ccr" in bad.output
+    bad = CliRunner().invoke(app, ["train", "--teacher", "node_rollout", "--rl-iterations", "3"])
+    assert bad.exit_code == 2 and "rank_node" in bad.output
+    ok = CliRunner().invoke(app, [*argv[:-2], "--teacher", "expert", "--ccr", "0.1-10", "--heterogeneity", "0.9"])
+    assert ok.exit_code == 0, ok.output
+    assert (seen["cfg"].teacher, seen["cfg"].ccr_range, seen["cfg"].heterogeneity) == ("expert", (0.1, 10.0), 0.9)
     assert [tuple(s) for s in cfg.stages] == [(10, 30), (40, 100)]
     assert "validation makespan / HEFT 1.250" in result.output
 
