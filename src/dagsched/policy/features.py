@@ -53,7 +53,8 @@ from dagsched.sim.decision import DONE, DecisionPoint
 
 FEATURE_VERSION = 2
 """Bump on any change to the features below (names, order, normalisation). 2: the look-ahead pair features
-`oct` and `o_eft_gap` (what a task's placement does to its successors' communication; issue 16)."""
+`oct` and `o_eft_gap` (what a task's placement does to its successors' communication), and on a problem of
+several workflows the task summary over the open ones only (`FeatureBuilder.visible`); issue 16."""
 
 FEATURE_CLIP = 10.0
 """Every feature lies in [-FEATURE_CLIP, FEATURE_CLIP]."""
