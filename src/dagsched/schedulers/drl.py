@@ -191,8 +191,9 @@ class DRLScheduler(Scheduler):
                 wake = min(wake, here.wake_s)
                 break
             obs = builder.decision(here) if self.inference is not None else builder.build(here)
-            a = self._pick(obs)
             mask = obs.action_mask()
+            forced_wait = self.greedy and not obs.legal.any()  # only waiting is legal here: no network needed
+            a = len(mask) - 1 if forced_wait else self._pick(obs)
             if not mask[a]:  # cannot happen: illegal logits are MASK_LOGIT
                 raise RuntimeError(f"drl chose illegal action {a}")
             if a == len(mask) - 1:
