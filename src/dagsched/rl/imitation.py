@@ -1,12 +1,14 @@
-"""Imitation warm start: DAgger with HEFT-from-here as the teacher, in `dagsched/Scheduling-v0`.
+"""Imitation and expert iteration: DAgger on a teacher (`TEACHERS`), in `dagsched/Scheduling-v0`.
 
-The teacher re-plans every unstarted task with HEFT from the live state of the environment's
-simulator (`StaticPlanner._replan`) and dispatches its plan's first step: of the pairs HEFT starts
-now, the one with the highest upward rank is the label; where HEFT starts nothing it waits (if the
-environment allows waiting, else the legal pair with the earliest estimated finish). Episodes are
-played by a mixture: the teacher's action with probability `beta` (decaying over rounds), else the
-learner's greedy action, so the learner is trained on the states it visits itself (Ross et al.,
-AISTATS 2011). The value head regresses the episode's return-to-go, so PPO starts from a critic.
+Teachers: HEFT from here (`HeftTeacher`: HEFT re-plans every unstarted task from the live state of the
+environment's simulator, `StaticPlanner._replan`, and of the pairs it starts now the one with the highest
+upward rank is the label; where it starts nothing it waits if the environment allows, else the legal pair
+with the earliest estimated finish); rollout over base heuristics, with or without the learner itself as one
+more base (`RolloutTeacher`, expert iteration); and the node rollout of the `rank_node` action space
+(`NodeRolloutTeacher`). Episodes are played by a mixture: the teacher's action with probability `beta`
+(decaying over rounds), else the learner's greedy action, so the learner is trained on the states it visits
+itself (Ross et al., AISTATS 2011). The value head regresses the episode's return-to-go (rewards relative to
+the per-instance HEFT baseline), so PPO starts from a critic.
 
 Samples are stored unpadded (`Observation`) and padded per minibatch by `collate`, so a buffer of
 tens of thousands of states of different sizes stays small.

@@ -1,12 +1,14 @@
-"""Train the scheduling policy: imitation of HEFT (DAgger), then PPO or A2C on Ray RLlib.
+"""Train the scheduling policy: DAgger on a teacher (HEFT, rollout, expert iteration), then PPO or A2C on RLlib.
 
 Reads top to bottom in the order it runs (`train`):
 
 1. workloads: the training families (synthetic families and WfCommons recipes) on preset and
    random clusters, classic and cloud mode with noise; a curriculum of task-count stages from
    small to large DAGs. The held-out families never appear here (see `TrainConfig.held_out`).
-2. imitation warm start (`dagsched.rl.imitation`): DAgger rounds with HEFT re-planned from the
-   live state as the teacher, in `dagsched/Scheduling-v0`; the value head learns returns-to-go.
+2. imitation warm start (`dagsched.rl.imitation`): DAgger rounds with the configured teacher
+   (`TrainConfig.teacher`: HEFT from here, rollout over base heuristics, expert iteration with the
+   learner as one more base, or node rollout for the rank_node action space), in
+   `dagsched/Scheduling-v0`; the value head learns returns-to-go.
    Pure RL from scratch rarely beats HEFT on static DAGs (DESIGN.md, "Learned policy").
 3. fine-tuning on RLlib's new API stack through `SchedulingRLModule`, starting from the imitation
    weights, one algorithm per curriculum stage (weights carried over), rewards relative to HEFT
