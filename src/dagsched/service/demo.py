@@ -3,8 +3,9 @@
     python -m dagsched.service.demo --url http://127.0.0.1:8080 --count 20
 
 Each round plans a generated workflow (the four topology families, 10 to 40 tasks) on the
-16-node `hetero-16` cluster with some capacity in use, alternating the default (learned)
-scheduler and HEFT, calls the Kubernetes extender once, and prints one line per plan.
+16-node `hetero-16` cluster with some capacity in use, alternating the learned policy (`drl`, named:
+the service's default is HEFT, see docs/policy.md) and HEFT, calls the Kubernetes extender once, and
+prints one line per plan.
 """
 
 from __future__ import annotations
@@ -90,8 +91,7 @@ def main(argv: list[str] | None = None) -> None:
         for i in range(args.count):
             nodes = sample_nodes(i)
             body: dict[str, Any] = {"workflow": sample_workflow(i), "nodes": nodes}
-            if i % 2:
-                body["scheduler"] = "heft"
+            body["scheduler"] = "heft" if i % 2 else "drl"
             r = client.post("/v1/schedule", json=body)
             if r.status_code != 200:
                 print(f"{i:3d} {r.status_code} {r.json().get('detail')}")
