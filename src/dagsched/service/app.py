@@ -9,8 +9,11 @@ import logging
 import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import FastAPI
+from fastapi.responses import RedirectResponse
+from fastapi.staticfiles import StaticFiles
 
 from dagsched.service import errors
 from dagsched.service.middleware import LimitsAndMetrics
@@ -19,6 +22,9 @@ from dagsched.service.settings import Settings, get_settings
 from dagsched.service.state import ServiceState
 
 log = logging.getLogger("dagsched.service")
+
+UI_DIR = Path(__file__).resolve().parent.parent / "ui"
+"""The dashboard's static files (index.html and what it loads), packaged with dagsched."""
 
 
 class _LazyMetrics:
@@ -72,4 +78,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # routes are matched in this order: the hot ones (extender calls, plans) first
     for module in (k8s, schedule, plans, events, model, config, shadow, health):
         app.include_router(module.router)
+
+    @app.get("/", include_in_schema=False)
+    def root() -> RedirectResponse:
+        return RedirectResponse("/ui/")
+
+    # the dashboard: static files, no build step (dagsched/ui/); it reads the routes above like any client
+    app.mount("/ui", StaticFiles(directory=UI_DIR, html=True, check_dir=False), name="ui")
     return app

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Install the Debian tools the checks drive: chromium (the dashboard's browser tests, through Playwright,
+# never a browser download) and prometheus (promtool checks the alerting rules). Idempotent; everything
+# goes to stderr. Needs root or passwordless apt; a machine that already has both skips apt entirely.
+set -euo pipefail
+
+need=()
+command -v chromium >/dev/null || need+=(chromium)
+command -v promtool >/dev/null || need+=(prometheus)
+if [ "${#need[@]}" -gt 0 ]; then
+  echo "ci-tools: installing ${need[*]} from the Debian packages" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >&2
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
+fi
