@@ -12,12 +12,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from dagsched.model.compiled import CompiledProblem
+from dagsched.model.compiled import EPS, CompiledProblem
 from dagsched.sim.run import RunResult
 from dagsched.sim.slots import NodeTimeline
 
 EVIDENCE_TOP = 3
 """Alternatives listed per task (the chosen node always among them)."""
+
+
+def capacity_rejections(cp: CompiledProblem) -> tuple[np.ndarray, dict[tuple[int, int], str]]:
+    """(tasks, nodes) matrix of the pairs whose request fits the node's capacity, and why each other pair does not."""
+    fits = np.all(cp.req[:, None, :] <= cp.cap[None, :, :] + EPS, axis=2)
+    why: dict[tuple[int, int], str] = {}
+    for t, nd in zip(*np.nonzero(~fits), strict=True):
+        short = [
+            f"{r} {cp.req[t, k]:g} > free {cp.cap[nd, k]:g}"
+            for k, r in enumerate(("cpu", "mem", "gpu"))
+            if cp.req[t, k] > cp.cap[nd, k] + EPS
+        ]
+        why[(int(t), int(nd))] = "capacity: " + ", ".join(short)
+    return fits, why
 
 
 def evidence(cp: CompiledProblem, result: RunResult, allowed: np.ndarray, why: dict, score_kind: str) -> dict:

@@ -17,7 +17,7 @@ from fastapi.staticfiles import StaticFiles
 
 from dagsched.service import errors
 from dagsched.service.middleware import LimitsAndMetrics
-from dagsched.service.routes import config, events, health, k8s, model, plans, schedule, shadow
+from dagsched.service.routes import config, events, health, k8s, model, plans, schedule, shadow, stats
 from dagsched.service.settings import Settings, get_settings
 from dagsched.service.state import ServiceState
 
@@ -76,7 +76,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         metrics=_LazyMetrics(app),
     )
     # routes are matched in this order: the hot ones (extender calls, plans) first
-    for module in (k8s, schedule, plans, events, model, config, shadow, health):
+    for module in (k8s, schedule, plans, events, model, config, shadow, stats, health):
         app.include_router(module.router)
 
     @app.get("/", include_in_schema=False)

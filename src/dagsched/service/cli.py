@@ -29,6 +29,10 @@ def serve(
     workers: Annotated[
         int, typer.Option("--workers", min=1, help="worker processes on the one port (each loads the policy)")
     ] = 1,
+    report_dir: Annotated[
+        Path | None,
+        typer.Option("--report-dir", help="a benchmark report folder whose figures the dashboard shows"),
+    ] = None,
 ) -> None:
     """Serve plans over HTTP (FastAPI + uvicorn): /v1/schedule, model hot swap, Kubernetes extender, metrics.
 
@@ -56,6 +60,10 @@ def serve(
         overrides["store_url"] = store
     if model is not None:
         overrides["model_path"] = model
+    if report_dir is not None:
+        if not report_dir.is_dir():
+            raise fail(InputError("--report-dir", f"not a folder: {report_dir}"))
+        overrides["report_dir"] = report_dir
     settings = Settings(**overrides)  # type: ignore[arg-type]
     if config is not None:
         from dagsched.service.config import read_config

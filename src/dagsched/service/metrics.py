@@ -2,11 +2,53 @@
 
 from __future__ import annotations
 
+import time
+from collections import deque
+from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+class RecentActivity:
+    """This process's last plans and decisions, for `GET /v1/stats` (the dashboard's overview).
+
+    Prometheus histograms answer "p99 over the last 5 minutes" only through a Prometheus server; the
+    overview must work without one, so the process keeps bounded windows of its own. Appends are atomic
+    under the GIL, and readers copy a window before they compute on it.
+    """
+
+    def __init__(self, plans: int = 10_000, decisions: int = 5_000) -> None:
+        self.started = time.time()
+        self.plan_times: deque[float] = deque(maxlen=plans)
+        self.plan_latency_s: deque[float] = deque(maxlen=plans)
+        self.decision_latency_s: deque[float] = deque(maxlen=decisions)
+        self.plans = 0
+        self.fallbacks = 0
+
+    def note_plan(self, latency_s: float, decision_latency_s: Iterable[float], fallback: bool) -> None:
+        self.plans += 1
+        self.fallbacks += int(fallback)
+        self.plan_times.append(time.time())
+        self.plan_latency_s.append(latency_s)
+        self.decision_latency_s.extend(decision_latency_s)
+
+    def plans_per_s(self, window_s: float = 60.0) -> float:
+        """Plans finished in the last `window_s` (or since start, when younger), per second."""
+        now = time.time()
+        span = min(window_s, max(now - self.started, 1e-9))
+        return sum(1 for t in list(self.plan_times) if t >= now - span) / span
+
+    @staticmethod
+    def quantiles_ms(window: deque[float]) -> dict[str, float | int | None]:
+        values = np.asarray(list(window), dtype=np.float64)
+        if len(values) == 0:
+            return {"p50": None, "p99": None, "count": 0}
+        p50, p99 = np.quantile(values, [0.5, 0.99])
+        return {"p50": 1e3 * float(p50), "p99": 1e3 * float(p99), "count": len(values)}
 
 
 class ServiceMetrics:
@@ -64,6 +106,7 @@ class ServiceMetrics:
         )
         self.config_reloads = Counter("dagsched_config_reloads", "config loads by outcome", ["outcome"], registry=r)
         self.events = Counter("dagsched_events", "events received by kind", ["kind"], registry=r)
+        self.recent = RecentActivity()
         # labelled series of the hot paths, looked up once (`labels()` costs more than `inc()`)
         self._request_series: dict[tuple[str, str, int], tuple[Any, Any]] = {}
         self._k8s_series: dict[tuple[str, str], Any] = {}

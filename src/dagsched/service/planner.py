@@ -309,6 +309,7 @@ class Planner:
             decision_latency.observe(d)
         for d in inference_s:
             self.metrics.inference.observe(d)
+        self.metrics.recent.note_plan(latency_s, result.trace.decision_latency_s, fallback_reason is not None)
         response = {
             "plan_id": plan_id,
             "scheduler": used,

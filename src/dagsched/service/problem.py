@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from dagsched.explain.evidence import capacity_rejections
 from dagsched.model import EPS as _EPS
 from dagsched.model import Cluster, CompiledProblem, Node, Problem, compile_problem
 from dagsched.model.errors import InputError, parse
@@ -106,19 +107,10 @@ def build_problem(
         field = err.field.replace("workflows[0].", "workflow.").replace("workflows[0]", "workflow")
         raise InputError(field, err.fault + " (on the nodes' free capacity)") from None
     cp = compile_problem(problem)
-    fits = np.all(cp.req[:, None, :] <= cp.cap[None, :, :] + _EPS, axis=2)  # (tasks, nodes)
+    fits, why = capacity_rejections(cp)  # (tasks, nodes)
     allowed = fits.copy()
-    why: dict[tuple[int, int], str] = {}
     views = [node_view(n) for n in usable] if rules else []
     for t, task in enumerate(wf.tasks):
-        for nd in np.flatnonzero(~fits[t]):
-            nd = int(nd)
-            short = [
-                f"{r} {cp.req[t, k]:g} > free {cp.cap[nd, k]:g}"
-                for k, r in enumerate(("cpu", "mem", "gpu"))
-                if cp.req[t, k] > cp.cap[nd, k] + _EPS
-            ]
-            why[(t, nd)] = "capacity: " + ", ".join(short)
         if rules:
             tv = task_view(task)
             for nd in np.flatnonzero(fits[t]):

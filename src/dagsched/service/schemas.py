@@ -131,3 +131,142 @@ class ModelInfo(BaseModel):
     previous: str | None
     architecture: dict[str, Any] | None
     error: str | None = None
+
+
+class PlanSummary(BaseModel):
+    plan_id: str
+    root_id: str
+    workflow: str
+    scheduler: str
+    fallback: bool
+    makespan: float
+    cost: float
+    model_version: str | None
+    environment: str
+    created_at: float
+
+
+class PlanList(BaseModel):
+    plans: list[PlanSummary]
+    count: int = Field(description="plans in this page")
+    total: int = Field(description="plans matching the filters")
+
+
+class GraphTask(BaseModel):
+    id: str
+    node: str | None = Field(description="where the plan put it (None: not in this plan, e.g. done before a re-plan)")
+    start: float | None
+    finish: float | None
+
+
+class GraphEdge(BaseModel):
+    source: str
+    target: str
+    data: float = Field(description="bytes moved")
+
+
+class GraphNode(BaseModel):
+    id: str
+    cpu: float
+    speed: float
+    price_per_hour: float
+
+
+class PlanGraph(BaseModel):
+    """A plan as a DAG on its nodes: what the dashboard draws."""
+
+    plan_id: str
+    workflow: str
+    makespan: float
+    tasks: list[GraphTask]
+    edges: list[GraphEdge]
+    nodes: list[GraphNode]
+
+
+class PolicyAlternative(BaseModel):
+    task: str | None = Field(description="the candidate task (None: wait)")
+    node: str | None = Field(description="the node (None: wait)")
+    logit: float
+    probability: float = Field(description="softmax over the actions the decode could choose")
+    chosen: bool
+
+
+class PolicyChoice(BaseModel):
+    probability: float = Field(description="the chosen action's probability")
+    margin: float | None = Field(description="chosen logit minus the best other one (None: the only choice)")
+    alternatives: list[PolicyAlternative]
+
+
+class FeatureAttribution(BaseModel):
+    group: Literal["task", "node", "pair", "global"]
+    feature: str
+    value: float
+
+
+class TaskAttribution(BaseModel):
+    task: str
+    value: float
+
+
+class NodeAttribution(BaseModel):
+    node: str
+    value: float
+
+
+class Attributions(BaseModel):
+    """Integrated Gradients (Captum) of one decision, summed per feature, per DAG task and per node."""
+
+    method: str
+    baseline: str = Field(description="the reference input the attributions are measured from")
+    target: str = Field(description="the output attributed")
+    steps: int
+    output: float = Field(description="the target at the decision's input")
+    baseline_output: float = Field(description="the target at the baseline")
+    total: float = Field(description="sum of all attributions (completeness: output - baseline_output)")
+    delta: float = Field(description="completeness error of the integral")
+    by_feature: list[FeatureAttribution]
+    by_task: list[TaskAttribution] = Field(description="per DAG task: its features, and its pair features if offered")
+    by_node: list[NodeAttribution]
+
+
+class AttentionEdge(BaseModel):
+    layer: int
+    direction: Literal["along", "against"] = Field(description="along: from parents; against: from children")
+    source: str
+    weight: float = Field(description="GAT attention into the task, mean over heads")
+
+
+class TaskExplanation(BaseModel):
+    task: str
+    node: str
+    start: float
+    finish: float
+    evidence: Evidence
+    policy: PolicyChoice | None = Field(description="the learned policy's choice (drl plans only)")
+
+
+class TaskDetail(TaskExplanation):
+    attributions: Attributions | None
+    attention: list[AttentionEdge]
+
+
+class PolicyReplayInfo(BaseModel):
+    model_version: str | None = None
+    decode: str | None = None
+    reproduced: bool | None = Field(None, description="the replay made the stored plan (same model, greedy)")
+    decisions: int | None = None
+    waits: int | None = None
+    target: str | None = None
+    unavailable: str | None = Field(None, description="why the plan's policy decisions cannot be replayed")
+
+
+class ExplainResponse(BaseModel):
+    """Why a plan is what it is: every task's evidence, the learned policy's alternatives, one task in depth."""
+
+    plan_id: str
+    scheduler: str
+    workflow: str | None
+    model_version: str | None = Field(description="the model that made the plan (drl plans)")
+    policy: PolicyReplayInfo | None
+    tasks: list[TaskExplanation]
+    task: TaskDetail | None = Field(description="the task asked about (?task=): attributions and attention")

@@ -33,6 +33,9 @@ class Settings(BaseSettings):
     max_upload_bytes: int = Field(50_000_000, gt=0, description="largest weights upload")
     max_tasks: int = Field(5_000, gt=0, description="largest workflow /v1/schedule plans")
     max_nodes: int = Field(1_000, gt=0, description="most nodes one request may carry")
+    report_dir: Path | None = Field(
+        None, description="a benchmark report folder (`dagsched report --out`) whose figures the dashboard shows"
+    )
 
 
 @lru_cache

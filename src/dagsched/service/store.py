@@ -246,12 +246,67 @@ class Store:
             row = conn.execute(q.limit(1)).mappings().first()
         return dict(row) if row else None
 
-    def decisions(self, workflow: str | None = None, plan_id: str | None = None, limit: int = 100) -> list[dict]:
-        q = sa.select(decisions).order_by(decisions.c.id.desc()).limit(limit)
+    def list_plans(
+        self,
+        text: str | None = None,
+        workflow: str | None = None,
+        scheduler: str | None = None,
+        fallback: bool | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> tuple[list[dict[str, Any]], int]:
+        """The newest plans matching the filters (without their request and response), and how many match.
+
+        `text` matches a substring of the workflow's name or the start of the plan's id."""
+        cols = [c for c in plans.c if c.name not in ("request", "response")]
+        where = []
+        if text:
+            pattern = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            where.append(
+                sa.or_(plans.c.workflow.ilike(f"%{pattern}%", escape="\\"), plans.c.id.like(f"{pattern}%", escape="\\"))
+            )
+        if workflow is not None:
+            where.append(plans.c.workflow == workflow)
+        if scheduler is not None:
+            where.append(plans.c.scheduler == scheduler)
+        if fallback is not None:
+            where.append(plans.c.fallback == fallback)
+        q = sa.select(*cols).where(*where).order_by(plans.c.created_at.desc(), plans.c.id).limit(limit).offset(offset)
+        with self.engine.connect() as conn:
+            rows = [dict(r) for r in conn.execute(q).mappings()]
+            total = int(conn.execute(sa.select(sa.func.count()).select_from(plans).where(*where)).scalar_one())
+        return rows, total
+
+    def count_plans(self) -> int:
+        with self.engine.connect() as conn:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(plans)).scalar_one())
+
+    def decisions(
+        self,
+        workflow: str | None = None,
+        plan_id: str | None = None,
+        limit: int = 100,
+        scheduler: str | None = None,
+        model_version: str | None = None,
+        fallback: bool | None = None,
+    ) -> list[dict]:
+        """The newest decisions matching the filters, each with whether its plan fell back (`fallback`)."""
+        q = (
+            sa.select(decisions, plans.c.fallback)
+            .join(plans, plans.c.id == decisions.c.plan_id)
+            .order_by(decisions.c.id.desc())
+            .limit(limit)
+        )
         if workflow is not None:
             q = q.where(decisions.c.workflow == workflow)
         if plan_id is not None:
             q = q.where(decisions.c.plan_id == plan_id)
+        if scheduler is not None:
+            q = q.where(decisions.c.scheduler == scheduler)
+        if model_version is not None:
+            q = q.where(decisions.c.model_version == model_version)
+        if fallback is not None:
+            q = q.where(plans.c.fallback == fallback)
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(q).mappings()]
 

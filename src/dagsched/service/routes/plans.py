@@ -1,4 +1,5 @@
-"""GET /v1/plans/{id} and GET /v1/decisions: what was planned and decided, from the store."""
+"""Plans and decisions from the store: one plan, a searchable list, a plan's graph and its explanation, and the
+decisions log."""
 
 from __future__ import annotations
 
@@ -6,18 +7,114 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
 
+from dagsched.io import workflow_from_dict
+from dagsched.service.schemas import ExplainResponse, PlanGraph, PlanList, ScheduleRequest
 from dagsched.service.state import State
 
 router = APIRouter(tags=["plans"])
 
 
-@router.get("/v1/plans/{plan_id}")
-def get_plan(plan_id: str, state: State) -> dict[str, Any]:
-    """The stored plan (the response /v1/schedule gave), with when and by which model it was made."""
+def _plan(state: State, plan_id: str) -> dict[str, Any]:
     row = state.store.get_plan(plan_id)
     if row is None:
         raise HTTPException(404, f"plan_id: no plan '{plan_id}'")
+    return row
+
+
+@router.get("/v1/plans", response_model=PlanList)
+def list_plans(
+    state: State,
+    q: Annotated[
+        str | None, Query(max_length=256, description="part of the workflow's name, or a plan id's start")
+    ] = None,
+    workflow: Annotated[str | None, Query(max_length=256)] = None,
+    scheduler: Annotated[str | None, Query(max_length=64)] = None,
+    fallback: bool | None = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> dict[str, Any]:
+    """The newest plans, filtered (without their request and response: `GET /v1/plans/{id}` has those)."""
+    rows, total = state.store.list_plans(q, workflow, scheduler, fallback, limit, offset)
+    plans = [
+        {**{k: v for k, v in r.items() if k not in ("id", "input_digest", "fallback_reason")}, "plan_id": r["id"]}
+        for r in rows
+    ]
+    return {"plans": plans, "count": len(plans), "total": total}
+
+
+@router.get("/v1/plans/{plan_id}")
+def get_plan(plan_id: str, state: State) -> dict[str, Any]:
+    """The stored plan (the response /v1/schedule gave), with when and by which model it was made."""
+    row = _plan(state, plan_id)
     return {**row["response"], "created_at": row["created_at"], "environment": row["environment"]}
+
+
+@router.get("/v1/plans/{plan_id}/graph", response_model=PlanGraph)
+def plan_graph(plan_id: str, state: State) -> dict[str, Any]:
+    """The plan's workflow as a DAG (tasks with their node and times, edges with their data) and its nodes."""
+    row = _plan(state, plan_id)
+    request = row["request"]
+    wf = workflow_from_dict(request["workflow"])
+    placed = {a["task"]: a for a in row["response"]["assignments"]}
+    tasks = [
+        {
+            "id": t.id,
+            "node": placed[t.id]["node"] if t.id in placed else None,
+            "start": placed[t.id]["start"] if t.id in placed else None,
+            "finish": placed[t.id]["finish"] if t.id in placed else None,
+        }
+        for t in wf.tasks
+    ]
+    nodes = [
+        {"id": n["id"], "cpu": n["cpu"], "speed": n.get("speed", 1.0), "price_per_hour": n.get("price_per_hour", 0.0)}
+        for n in request["nodes"]
+    ]
+    return {
+        "plan_id": plan_id,
+        "workflow": wf.name,
+        "makespan": row["makespan"],
+        "tasks": tasks,
+        "edges": [{"source": e.src, "target": e.dst, "data": e.data} for e in wf.edges],
+        "nodes": nodes,
+    }
+
+
+@router.get("/v1/plans/{plan_id}/explain", response_model=ExplainResponse)
+def explain(
+    plan_id: str,
+    state: State,
+    task: Annotated[str | None, Query(max_length=256, description="a task id: its attributions and attention")] = None,
+) -> dict[str, Any]:
+    """Why the plan is what it is. Every task: its evidence (top nodes by estimated finish, rejected nodes and why,
+    the terms of its placement). A plan of the learned policy is replayed with the serving model: each decision's
+    alternatives with their probabilities and the margin; with `?task=`, that decision's Integrated Gradients
+    attributions per feature, DAG task and node, and the GAT attention into the task. Computed on request only
+    (seconds on a 1,000-task plan); /v1/schedule never computes it."""
+    from dagsched.explain.plan import explain_plan
+    from dagsched.service.problem import build_problem
+
+    row = _plan(state, plan_id)
+    request = row["request"]
+    why_not: str | None = None
+    if "replan_of" in request:
+        why_not = "a re-plan after an event: its decisions depend on the event's state, only its evidence is kept"
+    elif row["fallback"]:
+        why_not = f"the plan fell back to {row['scheduler']}: {row['fallback_reason']}"
+    current = state.models.current
+    if row["scheduler"] == "drl" and why_not is None and current is None:
+        why_not = state.models.error or "no learned policy is loaded"
+    req = ScheduleRequest.model_validate({k: v for k, v in request.items() if k in ScheduleRequest.model_fields})
+    cp, _, _, _ = build_problem(workflow_from_dict(req.workflow), req.nodes, state.config.compiled_rules, 10**9)
+    out = explain_plan(
+        cp,
+        row["response"]["assignments"],
+        row["scheduler"],
+        policy=current.policy if current is not None else None,
+        task=task,
+        model_version=current.version if current is not None else None,
+        why_no_policy=why_not,
+    )
+    return {**out, "plan_id": plan_id, "model_version": row["model_version"]}
 
 
 @router.get("/v1/decisions")
@@ -25,8 +122,11 @@ def list_decisions(
     state: State,
     workflow: Annotated[str | None, Query(max_length=256)] = None,
     plan_id: Annotated[str | None, Query(max_length=64)] = None,
+    scheduler: Annotated[str | None, Query(max_length=64)] = None,
+    model_version: Annotated[str | None, Query(max_length=128)] = None,
+    fallback: bool | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> dict[str, Any]:
-    """The newest decisions (task -> node, scores, latency, model version), optionally of one workflow or plan."""
-    rows = state.store.decisions(workflow=workflow, plan_id=plan_id, limit=limit)
+    """The newest decisions (task -> node, scores, latency, model version, whether the plan fell back), filtered."""
+    rows = state.store.decisions(workflow, plan_id, limit, scheduler, model_version, fallback)
     return {"decisions": rows, "count": len(rows)}
