@@ -37,8 +37,10 @@ from dagsched.sim.run import simulate
 TOP_ALTERNATIVES = 3
 """Alternatives listed per decision (the chosen action always among them)."""
 
-IG_STEPS = 64
-"""Integration steps (Gauss-Legendre); 64 keeps the completeness error near float32 noise on the shipped model."""
+IG_STEPS = 256
+"""Integration steps (Gauss-Legendre). The network is piecewise linear (ReLU), so the integral converges slowly:
+on the shipped model's least certain decisions the completeness error was about 1 % of F(x) - F(baseline) at 64
+steps and 0.2 % at 256 (Riemann trapezoid was 3 to 6 times worse at each count)."""
 
 BASELINE = "zeros: every task, node, pair and global feature at 0 (the normalised features' 'none')"
 

@@ -1,0 +1,130 @@
+"""`dagsched explain`: plan a workflow and write why, as JSON and PNGs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+
+def explain_problem(
+    cp: Any, scheduler: str, task: str | None, policy: Any = None, model_version: str | None = None
+) -> dict[str, Any]:
+    """Plan `cp` with `scheduler` (drl: `policy`) and explain the plan; `task` None picks, for drl, the decision
+    the policy was least sure of (else the task on the critical path's end: the last to finish)."""
+    from dagsched.explain.evidence import capacity_rejections, evidence
+    from dagsched.explain.plan import explain_plan
+    from dagsched.schedulers import make_scheduler
+    from dagsched.schedulers.drl import DRLScheduler
+    from dagsched.sim.run import simulate
+
+    sched = DRLScheduler(policy=policy) if scheduler == "drl" else make_scheduler(scheduler)
+    result = simulate(cp, sched, validate=True)
+    if not result.valid:
+        raise RuntimeError("invalid plan: " + "; ".join(result.violations[:3]))
+    allowed, why = capacity_rejections(cp)
+    ev = evidence(cp, result, allowed, why, "estimated finish time on the node in this plan's context, seconds")
+    done = sorted((a for a in result.trace.attempts if a.outcome == "done"), key=lambda a: (a.start, a.task))
+    assignments = [
+        {
+            "task": cp.task_ids[a.task],
+            "node": cp.node_ids[a.node],
+            "start": a.start,
+            "finish": a.end,
+            "evidence": ev[a.task],
+        }
+        for a in done
+    ]
+    if task is None:
+        overview = explain_plan(cp, assignments, scheduler, policy=policy, model_version=model_version)
+        certain = [(t["policy"]["probability"], t["task"]) for t in overview["tasks"] if t["policy"] is not None]
+        task = min(certain)[1] if certain else max(assignments, key=lambda a: a["finish"])["task"]
+    out = explain_plan(cp, assignments, scheduler, policy=policy, task=task, model_version=model_version)
+    return {**out, "makespan": result.metrics.makespan, "cost": result.metrics.cost}
+
+
+def register(app: Any) -> None:
+    """Add `dagsched explain` to a Typer app."""
+
+    @app.command("explain")
+    def explain_cmd(
+        workflow: Annotated[
+            Path, typer.Option("--workflow", "-w", help="workflow file (native YAML/JSON or WfFormat)")
+        ],
+        cluster: Annotated[str, typer.Option("--cluster", "-c", help="cluster preset or cluster file")] = "hetero-16",
+        scheduler: Annotated[str, typer.Option("--scheduler", "-s", help="scheduler to explain")] = "drl",
+        task: Annotated[
+            str | None, typer.Option("--task", "-t", help="task to attribute (default: drl's least certain decision)")
+        ] = None,
+        model: Annotated[
+            Path | None, typer.Option("--model", help="policy path stem (default: the shipped one)")
+        ] = None,
+        out: Annotated[Path, typer.Option("--out", "-o", help="folder for explain.json and the PNGs")] = Path(
+            "explain"
+        ),
+    ) -> None:
+        """Plan WORKFLOW on CLUSTER and explain it: every task's evidence, the learned policy's alternatives with
+        their probabilities, and for one task Integrated Gradients attributions and GAT attention. Writes
+        explain.json, attributions.png (drl) and dag.png (coloured by attribution, or by node)."""
+        import torch
+
+        from dagsched.cli import load_compiled
+        from dagsched.console import console
+        from dagsched.console import fail as _fail
+        from dagsched.explain.plots import write_attribution_bars, write_dag
+        from dagsched.model.errors import InputError
+        from dagsched.schedulers import registered_names
+
+        torch.set_num_threads(1)
+        policy, version = None, None
+        try:
+            cp = load_compiled([workflow], cluster)
+            if scheduler != "drl" and scheduler not in registered_names():
+                raise InputError(
+                    "--scheduler", f"unknown scheduler '{scheduler}'; known: drl, {', '.join(registered_names())}"
+                )
+            if scheduler == "drl":
+                from dagsched.policy import shipped_model_path
+                from dagsched.policy.files import PolicyFileError, PolicyNotFound, load_cached_policy
+
+                try:
+                    policy = load_cached_policy(model)
+                except (PolicyFileError, PolicyNotFound) as err:
+                    raise InputError("--model", str(err)) from None
+                version = (model or shipped_model_path()).name
+            if task is not None and task not in cp.task_ids:
+                raise InputError("--task", f"no task '{task}' in {workflow}")
+            if cp.n_workflows != 1:
+                raise InputError("--workflow", "explain one workflow at a time")
+        except InputError as err:
+            raise _fail(err) from None
+        result = explain_problem(cp, scheduler, task, policy, version)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "explain.json").write_text(json.dumps(result, indent=1))
+        detail = result["task"]
+        node_of = {t["task"]: t["node"] for t in result["tasks"]}
+        name = cp.wf_names[0]
+        if detail["attributions"] is not None:
+            at = detail["attributions"]
+            write_attribution_bars(
+                at, out / "attributions.png", f"{name}: why {detail['task']} went to {detail['node']}"
+            )
+            values = {r["task"]: r["value"] for r in at["by_task"]}
+            write_dag(
+                cp,
+                out / "dag.png",
+                f"{name}: attribution per task ({detail['task']} ringed)",
+                values,
+                node_of,
+                detail["task"],
+            )
+        else:
+            write_dag(cp, out / "dag.png", f"{name} by {scheduler}: colour = node", None, node_of, detail["task"])
+        pol = detail["policy"]
+        line = f"{scheduler}: makespan {result['makespan']:.6g} s; {detail['task']} -> {detail['node']}"
+        if pol is not None:
+            line += f" with probability {pol['probability']:.3f}"
+        console.print(line)
+        console.print(f"wrote {out / 'explain.json'} and the PNGs in {out}")

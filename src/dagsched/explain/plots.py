@@ -1,0 +1,93 @@
+"""The explanation as pictures (matplotlib, off the hot path): the strongest attributions as bars, and the DAG
+coloured by each task's attribution (or, for a plan without one, by the node each task runs on)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dagsched.model.compiled import CompiledProblem
+
+TOP_FEATURES = 15
+
+
+def write_attribution_bars(attributions: dict[str, Any], path: Path, title: str) -> None:
+    """Horizontal bars of the features with the largest |attribution| (summed over tasks, nodes or pairs)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = attributions["by_feature"][:TOP_FEATURES][::-1]
+    labels = [f"{r['group']}.{r['feature']}" for r in rows]
+    values = [r["value"] for r in rows]
+    fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.2))
+    ax.barh(labels, values, color=["#2b8cbe" if v >= 0 else "#e34a33" for v in values])
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_xlabel("attribution to log P(chosen action) (Integrated Gradients, zero baseline)")
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _layers(cp: CompiledProblem) -> np.ndarray:
+    """Each task's depth (longest path from an entry, in edges): the DAG's columns."""
+    depth = np.zeros(cp.n_tasks, dtype=np.int64)
+    for t in cp.topo:
+        p = cp.preds(int(t))
+        if len(p):
+            depth[t] = depth[p].max() + 1
+    return depth
+
+
+def write_dag(
+    cp: CompiledProblem,
+    path: Path,
+    title: str,
+    values: dict[str, float] | None,
+    node_of: dict[str, str],
+    focus: str | None,
+) -> None:
+    """The DAG left to right by depth; colour by attribution (diverging, 0 white) when `values` is given, else by
+    the node each task runs on; `focus` (the task explained) ringed in black."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import TwoSlopeNorm
+
+    depth = _layers(cp)
+    pos = np.zeros((cp.n_tasks, 2))
+    for d in np.unique(depth):
+        members = np.flatnonzero(depth == d)
+        pos[members, 0] = d
+        pos[members, 1] = np.linspace(-1, 1, len(members)) if len(members) > 1 else 0.0
+    fig, ax = plt.subplots(figsize=(min(4 + 1.2 * (depth.max() + 1), 18), 6))
+    for t in range(cp.n_tasks):
+        for c in cp.succs(t):
+            ax.plot([pos[t, 0], pos[c, 0]], [pos[t, 1], pos[c, 1]], color="#bbbbbb", lw=0.6, zorder=1)
+    ids = list(cp.task_ids)
+    if values is not None:
+        v = np.array([values.get(t, 0.0) for t in ids])
+        span = max(float(np.abs(v).max()), 1e-9)
+        sc = ax.scatter(pos[:, 0], pos[:, 1], c=v, cmap="RdBu", norm=TwoSlopeNorm(0.0, -span, span), s=90, zorder=2)
+        fig.colorbar(sc, ax=ax, label="attribution of the task (its features and its pair features)")
+    else:
+        nodes = sorted(set(node_of.values()))
+        cmap = plt.get_cmap("tab20")
+        colours = [cmap(nodes.index(node_of[t]) % 20) if t in node_of else "#dddddd" for t in ids]
+        ax.scatter(pos[:, 0], pos[:, 1], c=colours, s=90, zorder=2)
+    if focus is not None:
+        i = ids.index(focus)
+        ax.scatter([pos[i, 0]], [pos[i, 1]], s=260, facecolors="none", edgecolors="black", lw=2, zorder=3)
+    if cp.n_tasks <= 60:
+        for i, t in enumerate(ids):
+            ax.annotate(t, pos[i], fontsize=6, xytext=(0, 7), textcoords="offset points", ha="center")
+    ax.set_axis_off()
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

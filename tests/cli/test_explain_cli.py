@@ -1,0 +1,66 @@
+"""`dagsched explain`: the JSON and PNGs it writes, and exit status 2 naming the option on bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from dagsched.cli import app
+
+runner = CliRunner()
+
+ETL = """name: nightly-etl
+tasks:
+  - {id: raw_ingest, runtime: 120, resources: {cpu: 2, mem: 4}}
+  - {id: cleaning, runtime: 300, resources: {cpu: 4, mem: 8}, dependencies: [raw_ingest]}
+  - {id: feature_engineering, runtime: 200, dependencies: [{task: cleaning, data: 2.0e9}]}
+  - {id: model_training, runtime: 1800, resources: {cpu: 8, mem: 32, gpu: 1}, dependencies: [feature_engineering]}
+"""
+
+
+def _etl(tmp_path: Path) -> Path:
+    path = tmp_path / "etl.yaml"
+    path.write_text(ETL)
+    return path
+
+
+def test_explain_drl_writes_attributions_for_its_least_certain_decision(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    r = runner.invoke(app, ["explain", "-w", str(_etl(tmp_path)), "-c", "hetero-16", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads((out / "explain.json").read_text())
+    assert doc["policy"]["reproduced"] is True and doc["policy"]["model_version"] == "drl-v2"
+    certain = {t["task"]: t["policy"]["probability"] for t in doc["tasks"]}
+    assert doc["task"]["task"] == min(certain, key=certain.get)
+    gpu = next(t for t in doc["tasks"] if t["task"] == "model_training")
+    assert gpu["node"].startswith("gpu-")  # the only nodes with a GPU; the others are rejected, with the reason
+    assert all(x["constraint"].startswith("capacity: gpu 1 > free 0") for x in gpu["evidence"]["rejected"])
+    at = doc["task"]["attributions"]
+    assert abs(at["total"] - (at["output"] - at["baseline_output"])) <= 1e-2 * max(1.0, abs(at["total"]))
+    for png in ("attributions.png", "dag.png"):
+        assert (out / png).read_bytes().startswith(b"\x89PNG")
+
+
+def test_explain_heft_gives_evidence_and_a_dag_coloured_by_node(tmp_path: Path) -> None:
+    out = tmp_path / "heft"
+    wf = str(_etl(tmp_path))
+    r = runner.invoke(app, ["explain", "-w", wf, "-s", "heft", "-t", "cleaning", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads((out / "explain.json").read_text())
+    assert doc["policy"] is None and doc["task"]["task"] == "cleaning" and doc["task"]["attributions"] is None
+    chosen = [a for a in doc["task"]["evidence"]["alternatives"] if a["chosen"]]
+    assert chosen[0]["node"] == doc["task"]["node"]
+    assert (out / "dag.png").exists() and not (out / "attributions.png").exists()
+
+
+def test_explain_bad_input_exits_2_naming_the_option(tmp_path: Path) -> None:
+    wf = str(_etl(tmp_path))
+    r = runner.invoke(app, ["explain", "-w", wf, "-t", "nope", "-o", str(tmp_path / "x")])
+    assert r.exit_code == 2 and "--task" in r.output and "nope" in r.output
+    r = runner.invoke(app, ["explain", "-w", wf, "-s", "fastest", "-o", str(tmp_path / "x")])
+    assert r.exit_code == 2 and "--scheduler" in r.output
+    r = runner.invoke(app, ["explain", "-w", wf, "--model", str(tmp_path / "none"), "-o", str(tmp_path / "x")])
+    assert r.exit_code == 2 and "--model" in r.output
+    assert not (tmp_path / "x").exists()
