@@ -65,7 +65,7 @@ def _exported() -> dict[str, set[str]]:
     """
     m = ServiceMetrics()
     for metric in vars(m).values():
-        if isinstance(metric, MetricWrapperBase) and metric._labelnames:
+        if isinstance(metric, MetricWrapperBase) and metric._labelnames and not metric._labelvalues:  # not a child
             metric.labels(*["x"] * len(metric._labelnames))
     exported: dict[str, set[str]] = {}
     for family in m.registry.collect():

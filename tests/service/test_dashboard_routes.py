@@ -147,3 +147,12 @@ def test_report_lists_figures_and_serves_only_figures_inside(make_settings, tmp_
 def test_root_leads_to_the_dashboard(client: TestClient, path: str) -> None:
     r = client.get(path, follow_redirects=False)
     assert r.status_code in (307, 308) and r.headers["location"].endswith("/ui/")
+
+
+def test_store_health_and_latency_are_exported(client: TestClient) -> None:
+    _plan(client)
+    assert client.get("/readyz").status_code == 200
+    text = client.get("/v1/metrics").text
+    assert "dagsched_store_up 1.0" in text
+    assert 'dagsched_store_seconds_count{op="save_plan"} 1.0' in text
+    assert 'dagsched_store_seconds_count{op="ping"} 1.0' in text

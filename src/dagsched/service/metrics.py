@@ -106,6 +106,16 @@ class ServiceMetrics:
         )
         self.config_reloads = Counter("dagsched_config_reloads", "config loads by outcome", ["outcome"], registry=r)
         self.events = Counter("dagsched_events", "events received by kind", ["kind"], registry=r)
+        self.store_up = Gauge("dagsched_store_up", "1 when the decision store answered its last ping", registry=r)
+        self.store_latency = Histogram(
+            "dagsched_store_seconds",
+            "time of one store call, by operation",
+            ["op"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.store_save_plan = self.store_latency.labels(op="save_plan")
+        self.store_ping = self.store_latency.labels(op="ping")
         self.recent = RecentActivity()
         # labelled series of the hot paths, looked up once (`labels()` costs more than `inc()`)
         self._request_series: dict[tuple[str, str, int], tuple[Any, Any]] = {}

@@ -73,6 +73,18 @@ class ServiceState:
         log.info("SIGHUP: config re-read from %s", path)
         return True
 
+    def ping_store(self) -> str | None:
+        """Ping the store, recording the answer (`dagsched_store_up`, `dagsched_store_seconds`): None when it
+        answered, else what went wrong."""
+        try:
+            with self.metrics.store_ping.time():
+                self.store.ping()
+        except Exception as err:  # noqa: BLE001  (any failure means unreachable; the caller reports it)
+            self.metrics.store_up.set(0)
+            return f"unreachable: {type(err).__name__}"
+        self.metrics.store_up.set(1)
+        return None
+
     def publish_model(self) -> None:
         self.metrics.model_info.clear()
         c = self.models.current

@@ -23,11 +23,9 @@ async def healthz() -> dict[str, str]:
 def readyz(state: State) -> Any:
     """Ready when the store answers; reports whether the learned policy is loaded (HEFT serves if not)."""
     checks: dict[str, Any] = {"model": state.models.current.version if state.models.current else None}
-    try:
-        state.store.ping()
-        checks["store"] = "ok"
-    except Exception as err:  # noqa: BLE001
-        checks["store"] = f"unreachable: {type(err).__name__}"
+    problem = state.ping_store()
+    checks["store"] = problem or "ok"
+    if problem is not None:
         return JSONResponse({"status": "not ready", **checks}, status_code=503)
     if state.models.current is None:
         checks["fallback"] = state.models.error

@@ -39,7 +39,8 @@ def _plan_and_save(state: ServiceState, body: ScheduleRequest, config: RuntimeCo
     with state.plan_lock:
         planned = state.planner.plan(body, config)
     content = _PLAN.dump_json(_PLAN.validate_python(planned.response))
-    state.store.save_plan({**planned.plan_row, "response": EncodedJSON(content.decode())}, planned.decision_rows)
+    with state.metrics.store_save_plan.time():
+        state.store.save_plan({**planned.plan_row, "response": EncodedJSON(content.decode())}, planned.decision_rows)
     return planned, content
 
 

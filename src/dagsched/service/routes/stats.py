@@ -24,11 +24,13 @@ def stats(state: State) -> dict[str, Any]:
     """This process's plans per second (last minute), plan and decision latency p50/p99 (its last plans),
     fallbacks, breaker, serving model and store health: the dashboard's overview, without a Prometheus server."""
     recent = state.metrics.recent
-    try:
-        stored: int | None = state.store.count_plans()
-        store_status = "ok"
-    except Exception as err:  # noqa: BLE001  (the overview reports the store, it does not fail with it)
-        stored, store_status = None, f"unreachable: {type(err).__name__}"
+    store_status = state.ping_store() or "ok"
+    stored: int | None = None
+    if store_status == "ok":
+        try:
+            stored = state.store.count_plans()
+        except Exception as err:  # noqa: BLE001  (the overview reports the store, it does not fail with it)
+            store_status = f"unreachable: {type(err).__name__}"
     current = state.models.current
     return {
         "uptime_s": time.time() - recent.started,
