@@ -281,6 +281,40 @@ def test_sandbox_reads_yaml_and_a_preset(page, api: httpx.Client) -> None:
     assert console.errors == []
 
 
+def test_sandbox_plans_an_uploaded_wfformat_file(page, tmp_path: Path) -> None:
+    """A WfFormat 1.5 file, uploaded: read as WfFormat (2 tasks); HEFT on one node of speed 1 plans it in 2 + 4 s."""
+    p, console = page
+    wf = {
+        "name": "wfc",
+        "schemaVersion": "1.5",
+        "workflow": {
+            "specification": {
+                "tasks": [
+                    {"name": "x", "id": "x", "children": ["y"], "parents": []},
+                    {"name": "y", "id": "y", "children": [], "parents": ["x"]},
+                ],
+                "files": [],
+            },
+            "execution": {
+                "makespanInSeconds": 3,
+                "executedAt": "20240101T000000+0000",
+                "tasks": [{"id": "x", "runtimeInSeconds": 2}, {"id": "y", "runtimeInSeconds": 4}],
+            },
+        },
+    }
+    path = tmp_path / "wfc.json"
+    path.write_text(json.dumps(wf))
+    p.goto("/ui/#/sandbox")
+    p.set_input_files("#workflow-file", str(path))
+    expect(p.locator("#workflow-kind")).to_have_text("WfFormat 1.5: wfc, 2 tasks")
+    p.fill("#nodes", json.dumps([{"id": "solo", "cpu": 4}]))
+    p.uncheck("input[name=scheduler][value=drl]")
+    p.click("#run")
+    expect(p.locator(".result[data-scheduler=heft] .makespan")).to_have_text("6.00 s")
+    expect(p.locator(".result[data-scheduler=heft] .gantt-bar")).to_have_count(2)
+    assert console.errors == []
+
+
 def test_sandbox_shows_the_api_error_naming_the_field(page, api: httpx.Client) -> None:
     """A negative runtime: the page shows the API's `detail` verbatim, naming workflow.tasks[1].runtime."""
     p, console = page

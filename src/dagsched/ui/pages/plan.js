@@ -6,7 +6,6 @@ import {
   categorical,
   diverging,
   errorBox,
-  warnBox,
   fill,
   h,
   loading,
@@ -16,6 +15,7 @@ import {
   shortId,
   stat,
   table,
+  warnBox,
   when,
 } from "../dom.js";
 import { ganttChart, highlightBar } from "../gantt.js";

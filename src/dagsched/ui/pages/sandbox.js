@@ -2,7 +2,7 @@
 // makespan, cost, the SLA term and their Gantt charts. Nothing here needs the API token.
 
 import { ApiError, getJSON, postJSON } from "../api.js";
-import { errorBox, warnBox, fill, h, money, num, seconds, shortId, table } from "../dom.js";
+import { errorBox, fill, h, money, num, seconds, shortId, table, warnBox } from "../dom.js";
 import { ganttChart } from "../gantt.js";
 
 // The README's ETL example (its "Service" section): a native workflow in YAML, and two nodes.
@@ -60,14 +60,14 @@ export async function render(root) {
 
   const workflowText = h(
     "textarea",
-    { id: "workflow", name: "workflow", rows: 14, spellcheck: false },
+    { id: "workflow", name: "workflow", rows: 14, spellcheck: "false" },
     EXAMPLE_WORKFLOW,
   );
   const workflowKind = h("p", { class: "muted small", id: "workflow-kind" });
   const upload = h("input", { type: "file", id: "workflow-file", accept: ".json,.yaml,.yml,application/json" });
   const nodesText = h(
     "textarea",
-    { id: "nodes", name: "nodes", rows: 14, spellcheck: false },
+    { id: "nodes", name: "nodes", rows: 14, spellcheck: "false" },
     JSON.stringify(EXAMPLE_NODES, null, 2),
   );
   const preset = h(
