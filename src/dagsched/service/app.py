@@ -59,7 +59,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
-            state.store.close()
+            state.close()
             gc.unfreeze()  # several apps in one process (tests): let the collector see this one's garbage again
 
     app = FastAPI(

@@ -160,7 +160,7 @@ class ModelManager:
             except Exception as err:  # noqa: BLE001  (a crash in the smoke run rejects the upload)
                 raise InputError("weights", f"smoke inference failed: {type(err).__name__}: {err}") from None
             version = _version(meta)
-            final = self.model_dir / _safe_name(version)
+            final = self.model_dir / safe_name(version)
             for suffix in (".safetensors", ".json"):
                 (staging / f"policy{suffix}").replace(Path(str(final) + suffix))
         finally:
@@ -200,5 +200,5 @@ def _version(meta: dict[str, Any]) -> str:
     return str(v) if v else f"sha-{str(meta.get('sha256', ''))[:12]}"
 
 
-def _safe_name(version: str) -> str:
+def safe_name(version: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in version)[:100] or "policy"

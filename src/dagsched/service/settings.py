@@ -33,6 +33,9 @@ class Settings(BaseSettings):
     max_upload_bytes: int = Field(50_000_000, gt=0, description="largest weights upload")
     max_tasks: int = Field(5_000, gt=0, description="largest workflow /v1/schedule plans")
     max_nodes: int = Field(1_000, gt=0, description="most nodes one request may carry")
+    sync_interval_s: float = Field(
+        1.0, ge=0, description="how often this replica polls the store for a new serving model or config; 0: never"
+    )
     report_dir: Path | None = Field(
         None, description="a benchmark report folder (`dagsched report --out`) whose figures the dashboard shows"
     )

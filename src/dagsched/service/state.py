@@ -1,22 +1,32 @@
 """What a service process holds between requests: store, metrics, models, planner, live config.
 
 Request handling is otherwise stateless (plans, decisions, events and model versions live in
-the store), so replicas can run side by side behind a load balancer. Per process: the
-serving policy (each replica loads it; uploads go to each replica), the runtime config
-(re-read on SIGHUP), the breaker and the skew monitor.
+the store), so replicas (processes, pods) run side by side behind a load balancer on one store.
+
+What every replica must serve alike, the policy and the runtime config, has its source of truth in the store
+(`serving`, with the policy files in `model_blobs`): an upload, a rollback, a `PUT /v1/config` or a SIGHUP
+re-read on any replica publishes the change and bumps a revision, and each replica polls that revision every
+`sync_interval_s` (a background thread; one indexed read) and applies what changed, so a change reaches
+every replica within about that interval plus a policy load. A replica that starts adopts what the store
+serves, except that a replica started with a config file or a model file publishes those (an operator's
+deploy is a change too). Per process, on purpose: the breaker (a policy failing on one replica, out of
+memory or past its deadline on a loaded CPU, says nothing about the others) and the skew monitor; shadow
+comparisons are rows in the store, shared, while their Prometheus gauges are per process.
 """
 
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 import threading
+from pathlib import Path
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 
 from dagsched.model.errors import InputError
-from dagsched.service.config import RuntimeConfig, read_config
+from dagsched.service.config import RuntimeConfig, config_from_dict, read_config
 from dagsched.service.metrics import ServiceMetrics
 from dagsched.service.models import ModelManager
 from dagsched.service.planner import Planner
@@ -50,7 +60,108 @@ class ServiceState:
         else:
             log.warning("%s; /v1/schedule falls back to HEFT", self.models.error)
         self.planner = Planner(self.models, self.metrics, settings.environment, settings.max_tasks)
+        self.revision = 0  # the `serving` revision this replica has applied
+        self.sync_error: str | None = None
+        self.changing = threading.RLock()
+        """Held by a change made here (swap, then publish) and by `sync`, so a sync never lands between the two."""
+        self._startup_publish()
         self.publish_model()
+        self._sync_stop = threading.Event()
+        self._sync_thread: threading.Thread | None = None
+        if settings.sync_interval_s > 0:
+            self._sync_thread = threading.Thread(target=self._poll, name="dagsched-sync", daemon=True)
+            self._sync_thread.start()
+
+    # ---- what all replicas serve, through the store ------------------------------------------
+
+    def _keep_files(self, stem: Path) -> None:
+        """Keep the policy at `stem` in the store, so that other replicas can load it."""
+        c = self.models.current
+        weights = Path(str(stem) + ".safetensors")
+        if c is not None and weights.exists():
+            self.store.put_model_blob(c.sha256, c.version, weights.read_bytes(), c.meta)
+
+    def _startup_publish(self) -> None:
+        """Publish this replica's model when the store serves none or another start-up's (a deploy), and its config
+        file if it has one; then adopt whatever the store serves."""
+        c = self.models.current
+        if c is not None:
+            self._keep_files(self.settings.model_path)
+        live = self.store.serving_state()
+        model = c.sha256 if c is not None and (live is None or live["model_source"] in (None, "startup")) else None
+        config = self.config.model_dump(mode="json") if self.settings.config_file is not None else None
+        if model is not None or config is not None:
+            self.store.publish(model, "startup", config)
+        self.sync()
+
+    def publish(self, model_source: str | None = None, config: bool = False) -> None:
+        """After a change on this replica: publish it (the serving model when `model_source` is given, the config when
+        `config`), then sync (a change another replica made meanwhile is applied here too)."""
+        with self.changing:
+            c = self.models.current
+            sha = c.sha256 if model_source is not None and c is not None else None
+            self.store.publish(sha, model_source, self.config.model_dump(mode="json") if config else None)
+            self.sync()
+
+    def sync(self) -> bool:
+        """Apply what the store serves, if its revision moved; True when something changed here."""
+        with self.changing:
+            live = self.store.serving_state()
+            if live is None or live["revision"] == self.revision:
+                return False
+            changed = False
+            sha = live["model_sha256"]
+            c = self.models.current
+            if sha is not None and (c is None or c.sha256 != sha):
+                changed |= self._load_published(sha)
+            if live["config"] is not None and live["config"] != self.config.model_dump(mode="json"):
+                try:
+                    self.set_config(config_from_dict(live["config"]))
+                    changed = True
+                except InputError as err:  # a config this build cannot read: keep the live one, say so
+                    self.sync_error = f"published config rejected: {err}"
+                    log.error("sync: %s", self.sync_error)
+            self.revision = live["revision"]
+            return changed
+
+    def _load_published(self, sha: str) -> bool:
+        blob = self.store.get_model_blob(sha)
+        if blob is None:
+            self.sync_error = f"published model {sha[:12]} is not in the store"
+            log.error("sync: %s", self.sync_error)
+            return False
+        weights, meta = blob
+        from dagsched.service.models import safe_name
+
+        self.settings.model_dir.mkdir(parents=True, exist_ok=True)
+        stem = self.settings.model_dir / safe_name(str(meta.get("version") or sha[:12]))
+        try:
+            Path(str(stem) + ".safetensors").write_bytes(weights)
+            Path(str(stem) + ".json").write_text(json.dumps(meta))
+            loaded = self.models.load_path(stem, "store")
+        except (InputError, OSError, ValueError) as err:
+            self.sync_error = f"published model {sha[:12]} does not load here: {err}"
+            log.error("sync: %s", self.sync_error)
+            return False
+        self.sync_error = None
+        self.store.add_model_version(loaded.version, loaded.sha256, "store", loaded.meta, loaded.loaded_at)
+        self.metrics.model_swaps.labels(outcome="synced").inc()
+        self.publish_model()
+        log.info("sync: serving model %s from the store", loaded.version)
+        return True
+
+    def _poll(self) -> None:
+        while not self._sync_stop.wait(self.settings.sync_interval_s):
+            try:
+                self.sync()
+            except Exception as err:  # noqa: BLE001  (the store may be away for a while: retried next round)
+                log.warning("sync failed: %s", err)
+
+    def close(self) -> None:
+        self._sync_stop.set()
+        if self._sync_thread is not None:
+            self._sync_thread.join(timeout=10)
+        self.store.close()
 
     def set_config(self, config: RuntimeConfig) -> None:
         with self._config_lock:
@@ -69,8 +180,10 @@ class ServiceState:
             self.metrics.config_reloads.labels(outcome="rejected").inc()
             log.error("SIGHUP: config %s rejected, the live config stays: %s", path, err)
             return False
-        self.set_config(config)
-        log.info("SIGHUP: config re-read from %s", path)
+        with self.changing:
+            self.set_config(config)
+            self.publish(config=True)
+        log.info("SIGHUP: config re-read from %s (published to every replica)", path)
         return True
 
     def ping_store(self) -> str | None:

@@ -10,6 +10,9 @@ load balancer share one PostgreSQL and stay stateless:
 - `events`: what clients reported about a plan (task started/finished/failed/overran, node down/up).
 - `model_versions`: every policy that was loaded, with its hash and when.
 - `shadow`: live vs shadow scheduler's predicted makespan and cost per plan.
+- `model_blobs` and `serving`: every policy a replica loaded (weights and metadata, by sha256), and the one row
+  saying which of them and which runtime config all replicas serve, with a revision each change bumps
+  (`ServiceState.sync` polls it: the store is the replicas' source of truth).
 
 `postgresql://` URLs are driven by psycopg 3 (`postgresql+psycopg://`).
 """
@@ -89,6 +92,28 @@ model_versions = sa.Table(
     sa.Column("meta", sa.JSON, nullable=False),
     sa.Column("loaded_at", sa.Float, nullable=False),
 )
+
+model_blobs = sa.Table(
+    "model_blobs",
+    metadata,
+    sa.Column("sha256", sa.String(64), primary_key=True),
+    sa.Column("version", sa.String(128), nullable=False),
+    sa.Column("weights", sa.LargeBinary, nullable=False),
+    sa.Column("meta", sa.JSON, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+serving = sa.Table(
+    "serving",
+    metadata,
+    sa.Column("key", sa.String(16), primary_key=True),
+    sa.Column("revision", sa.Integer, nullable=False),
+    sa.Column("model_sha256", sa.String(64)),
+    sa.Column("model_source", sa.String(32)),
+    sa.Column("config", sa.JSON),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+"""One row (`key` = "live"): what every replica serves. Each change bumps `revision`; replicas poll it."""
 
 shadow = sa.Table(
     "shadow",
@@ -367,6 +392,56 @@ class Store:
         q = sa.select(model_versions).order_by(model_versions.c.id.desc()).limit(limit)
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(q).mappings()]
+
+    def put_model_blob(self, sha256: str, version: str, weights: bytes, meta: dict) -> None:
+        """Keep a policy's files, once per sha256 (a second put of the same policy is a no-op)."""
+        with self.engine.connect() as conn:
+            if conn.execute(sa.select(model_blobs.c.sha256).where(model_blobs.c.sha256 == sha256)).first():
+                return
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(
+                    model_blobs.insert().values(
+                        sha256=sha256, version=version, weights=weights, meta=meta, created_at=time.time()
+                    )
+                )
+        except sa.exc.IntegrityError:  # another replica kept the same policy first
+            pass
+
+    def get_model_blob(self, sha256: str) -> tuple[bytes, dict] | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.select(model_blobs.c.weights, model_blobs.c.meta).where(model_blobs.c.sha256 == sha256)
+            ).first()
+        return (bytes(row[0]), dict(row[1])) if row else None
+
+    def serving_state(self) -> dict[str, Any] | None:
+        """The serving row (revision, model_sha256, model_source, config), or None before anything was published."""
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(serving).where(serving.c.key == "live")).mappings().first()
+        return dict(row) if row else None
+
+    def publish(
+        self, model_sha256: str | None = None, model_source: str | None = None, config: dict | None = None
+    ) -> int:
+        """Change what every replica serves (the fields given; the others stay) and bump the revision: returns it."""
+        values: dict[str, Any] = {"updated_at": time.time()}
+        if model_sha256 is not None:
+            values |= {"model_sha256": model_sha256, "model_source": model_source}
+        if config is not None:
+            values["config"] = config
+        for attempt in range(20):
+            try:
+                with self.engine.begin() as conn:
+                    q = serving.update().where(serving.c.key == "live")
+                    done = conn.execute(q.values(revision=serving.c.revision + 1, **values))
+                    if done.rowcount == 0:
+                        conn.execute(serving.insert().values(key="live", revision=1, **values))
+                    return int(conn.execute(sa.select(serving.c.revision).where(serving.c.key == "live")).scalar_one())
+            except sa.exc.IntegrityError:  # two replicas created the row at once: the update finds it now
+                if attempt == 19:
+                    raise
+        raise AssertionError("unreachable")
 
     def add_shadow(self, row: Mapping[str, Any]) -> None:
         with self.engine.begin() as conn:

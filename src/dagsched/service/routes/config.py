@@ -21,11 +21,14 @@ def get_config(state: State) -> dict[str, Any]:
 
 @router.put("/v1/config", dependencies=[Authorized])
 def put_config(state: State, body: dict[str, Any] = Body(...)) -> dict[str, Any]:  # noqa: B008
-    """Replace the runtime config as a whole; a bad field or rule (named in the 422) leaves the old one live."""
+    """Replace the runtime config as a whole, on every replica; a bad field or rule (named in the 422) leaves the
+    old one live."""
     try:
         config = config_from_dict(body)
     except InputError:
         state.metrics.config_reloads.labels(outcome="rejected").inc()
         raise
-    state.set_config(config)
+    with state.changing:
+        state.set_config(config)
+        state.publish(config=True)  # every replica applies it within its sync interval
     return config.model_dump()

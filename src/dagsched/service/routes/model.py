@@ -72,6 +72,15 @@ def parse_multipart(content_type: str, body: bytes) -> dict[str, bytes]:
     return parts
 
 
+def _upload_and_publish(state: ServiceState, weights: bytes, metadata: bytes) -> Any:
+    """Validate and swap in an upload, keep its files in the store and publish it: every replica loads it."""
+    with state.changing:
+        loaded = state.models.upload(weights, metadata)
+        state.store.put_model_blob(loaded.sha256, loaded.version, weights, loaded.meta)
+        state.publish("upload")
+    return loaded
+
+
 @router.put("/v1/model/weights", response_model=ModelInfo, dependencies=[Authorized], openapi_extra=_UPLOAD_SCHEMA)
 async def put_weights(request: Request, state: State) -> dict[str, Any]:
     """Upload a policy (multipart: `weights` = .safetensors, `metadata` = its .json): validated against the
@@ -84,7 +93,7 @@ async def put_weights(request: Request, state: State) -> dict[str, Any]:
         for name in ("weights", "metadata"):
             if name not in parts:
                 raise InputError(name, f"missing: send the policy's {name} as the multipart part `{name}`")
-        loaded = await run_in_threadpool(state.models.upload, parts["weights"], parts["metadata"])
+        loaded = await run_in_threadpool(_upload_and_publish, state, parts["weights"], parts["metadata"])
     except InputError:
         state.metrics.model_swaps.labels(outcome="rejected").inc()
         raise
@@ -96,11 +105,13 @@ async def put_weights(request: Request, state: State) -> dict[str, Any]:
 
 @router.post("/v1/model/rollback", response_model=ModelInfo, dependencies=[Authorized])
 def rollback(state: State) -> dict[str, Any]:
-    """Serve the previous policy again."""
-    try:
-        loaded = state.models.rollback()
-    except LookupError as err:
-        raise HTTPException(409, str(err)) from None
+    """Serve the previous policy again (this replica's previous one; every replica then serves it)."""
+    with state.changing:
+        try:
+            loaded = state.models.rollback()
+        except LookupError as err:
+            raise HTTPException(409, str(err)) from None
+        state.publish("rollback")  # every replica serves the model rolled back to
     state.store.add_model_version(loaded.version, loaded.sha256, "rollback", loaded.meta, loaded.loaded_at)
     state.metrics.model_swaps.labels(outcome="rollback").inc()
     state.publish_model()

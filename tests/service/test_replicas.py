@@ -1,0 +1,156 @@
+"""Two `dagsched serve` processes on one store, nothing else shared: plans read across replicas, and model
+uploads, rollbacks and config changes reach every replica through the store (SQLite file; PostgreSQL too when
+DAGSCHED_TEST_PG_URL is set, as .ci/run does)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from .conftest import AUTH, TOKEN, nodes, pg_url, save_tiny_policy, workflow
+
+SYNC_S = "0.2"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _fresh_pg_database(url: str) -> str:
+    """A new database on the test server, so this test's store starts empty."""
+    import sqlalchemy as sa
+
+    from dagsched.service.store import normalise_url
+
+    name = f"replicas_{uuid.uuid4().hex[:10]}"
+    engine = sa.create_engine(normalise_url(url), isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    engine.dispose()
+    return str(sa.engine.make_url(normalise_url(url)).set(database=name).render_as_string(hide_password=False))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'shared.sqlite'}"
+    url = pg_url()
+    if url is None:
+        pytest.skip("DAGSCHED_TEST_PG_URL is not set (deploy/ci-postgres.sh starts a PostgreSQL and prints one)")
+    return _fresh_pg_database(url)
+
+
+@pytest.fixture
+def replica(tmp_path: Path, policy_stem: Path, store_url: str) -> Iterator[Callable[[str], str]]:
+    """start(name) -> base URL of a new replica on the shared store, with its own model folder (no shared disk)."""
+    procs: list[subprocess.Popen] = []
+
+    def start(name: str) -> str:
+        port = _free_port()
+        env = dict(
+            os.environ,
+            DAGSCHED_API_TOKEN=TOKEN,
+            DAGSCHED_MODEL_DIR=str(tmp_path / name / "models"),
+            DAGSCHED_SYNC_INTERVAL_S=SYNC_S,
+        )
+        cmd = [sys.executable, "-m", "dagsched.service.cli", "serve", "--port", str(port), "--store", store_url,
+               "--model", str(policy_stem), "--log-level", "warning"]  # fmt: skip
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        procs.append(proc)
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise AssertionError(f"replica {name} exited: {proc.stdout.read().decode() if proc.stdout else ''}")
+            try:
+                if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                    return base
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise AssertionError(f"replica {name} did not start within 90 s")
+
+    yield start
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _eventually(read: Callable[[], object], want: object, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    got = read()
+    while got != want and time.monotonic() < deadline:
+        time.sleep(0.1)
+        got = read()
+    assert got == want
+
+
+def _files(stem: Path) -> dict:
+    return {
+        "weights": ("p.safetensors", Path(str(stem) + ".safetensors").read_bytes(), "application/octet-stream"),
+        "metadata": ("p.json", Path(str(stem) + ".json").read_bytes(), "application/json"),
+    }
+
+
+def test_two_replicas_share_plans_models_and_config(replica, tmp_path: Path) -> None:
+    a, b = replica("a"), replica("b")
+    with httpx.Client(base_url=a, timeout=60) as ca, httpx.Client(base_url=b, timeout=60) as cb:
+        # a plan made by one is read from the other, its decisions too
+        plan = ca.post(
+            "/v1/schedule", json={"workflow": workflow("across"), "nodes": nodes(), "scheduler": "heft"}
+        ).json()
+        assert cb.get(f"/v1/plans/{plan['plan_id']}").json()["assignments"] == plan["assignments"]
+        assert cb.get("/v1/decisions", params={"plan_id": plan["plan_id"]}).json()["count"] == 4
+
+        # a config change on one reaches the other
+        config = ca.get("/v1/config").json()
+        assert config["temperature"] == 0 and cb.get("/v1/config").json()["temperature"] == 0
+        r = ca.put("/v1/config", json={**config, "temperature": 0.25, "shadow": "cpop"}, headers=AUTH)
+        assert r.status_code == 200, r.text
+        _eventually(lambda: cb.get("/v1/config").json()["temperature"], 0.25)
+        assert cb.get("/v1/config").json()["shadow"] == "cpop"
+
+        # shadow comparisons are rows in the store: made on b, reported by a
+        shadowed = cb.post("/v1/schedule", json={"workflow": workflow("sh"), "nodes": nodes(), "scheduler": "heft"})
+        _eventually(lambda: ca.get("/v1/shadow/report").json()["plans"] >= 1, True)
+        assert shadowed.status_code == 200
+
+        # an upload to one serves on both; the other loads it from the store (no shared disk)
+        stem = save_tiny_policy(tmp_path / "upload" / "p", seed=3, version="tiny-v3")
+        r = ca.put("/v1/model/weights", files=_files(stem), headers=AUTH)
+        assert r.status_code == 200 and r.json()["version"] == "tiny-v3", r.text
+        _eventually(lambda: cb.get("/v1/model").json()["version"], "tiny-v3")
+        drl = {"workflow": workflow("learned"), "nodes": nodes(), "scheduler": "drl"}
+        assert cb.post("/v1/schedule", json=drl).json()["model_version"] == "tiny-v3"
+        assert (tmp_path / "b" / "models").is_dir() and any((tmp_path / "b" / "models").glob("*.safetensors"))
+
+        # a rollback on the other reaches the first
+        r = cb.post("/v1/model/rollback", headers=AUTH)
+        assert r.status_code == 200 and r.json()["version"] == "tiny-v1", r.text
+        _eventually(lambda: ca.get("/v1/model").json()["version"], "tiny-v1")
+
+        # the breaker is per replica (docs/service.md says why): b's stays as it is when a's state changes
+        assert ca.get("/v1/stats").json()["breaker"] == cb.get("/v1/stats").json()["breaker"] == {"open": False}
+
+    # a replica started later serves what the store serves: the re-uploaded model and the live config
+    with httpx.Client(base_url=a, timeout=60) as ca:
+        assert ca.put("/v1/model/weights", files=_files(stem), headers=AUTH).json()["version"] == "tiny-v3"
+    c = replica("c")
+    with httpx.Client(base_url=c, timeout=60) as cc:
+        assert cc.get("/v1/model").json()["version"] == "tiny-v3"
+        assert cc.get("/v1/config").json()["temperature"] == 0.25
