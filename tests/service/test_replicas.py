@@ -27,18 +27,20 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _fresh_pg_database(url: str) -> str:
-    """A new database on the test server, so this test's store starts empty."""
+def _fresh_pg_schema(url: str) -> str:
+    """The test server's URL with a new, empty schema first on the search path: this test's store starts empty
+    (the serving row is global to a store) without the right to create databases."""
     import sqlalchemy as sa
 
     from dagsched.service.store import normalise_url
 
     name = f"replicas_{uuid.uuid4().hex[:10]}"
-    engine = sa.create_engine(normalise_url(url), isolation_level="AUTOCOMMIT")
-    with engine.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    engine = sa.create_engine(normalise_url(url))
+    with engine.begin() as conn:
+        conn.execute(sa.text(f'CREATE SCHEMA "{name}"'))
     engine.dispose()
-    return str(sa.engine.make_url(normalise_url(url)).set(database=name).render_as_string(hide_password=False))
+    fresh = sa.engine.make_url(url).update_query_dict({"options": f"-csearch_path={name}"})
+    return fresh.render_as_string(hide_password=False)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -48,7 +50,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     url = pg_url()
     if url is None:
         pytest.skip("DAGSCHED_TEST_PG_URL is not set (deploy/ci-postgres.sh starts a PostgreSQL and prints one)")
-    return _fresh_pg_database(url)
+    return _fresh_pg_schema(url)
 
 
 @pytest.fixture
