@@ -41,7 +41,8 @@ def serve(
 
     `--workers N` runs N processes on one port (the service keeps nothing per request that another
     worker needs: plans and decisions are in the store); SIGHUP to the parent makes every worker
-    re-read the config. A weights upload reaches one worker: upload to each, or restart them.
+    re-read the config. A weights upload or config change on one worker reaches the others through the store
+    (docs/service.md, "Replicas").
     uvloop and httptools are used when installed (`uvicorn[standard]`).
     """
     import uvicorn
