@@ -13,13 +13,14 @@ from pathlib import Path
 
 from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
+from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 
 from dagsched.service import errors
 from dagsched.service.middleware import LimitsAndMetrics
 from dagsched.service.routes import config, events, health, k8s, model, plans, schedule, shadow, stats
 from dagsched.service.settings import Settings, get_settings
-from dagsched.service.state import ServiceState
+from dagsched.service.state import ServiceState, require_token
 
 log = logging.getLogger("dagsched.service")
 
@@ -76,8 +77,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         metrics=_LazyMetrics(app),
     )
     # routes are matched in this order: the hot ones (extender calls, plans) first
-    for module in (k8s, schedule, plans, events, model, config, shadow, stats, health):
+    routers = (k8s, schedule, plans, events, model, config, shadow, stats, health)
+    for module in routers:
         app.include_router(module.router)
+
+    authorized = {
+        (route.path, method)
+        for module in routers
+        for route in module.router.routes
+        if isinstance(route, APIRoute) and any(d.dependency is require_token for d in route.dependencies)
+        for method in route.methods
+    }
+    errors.document_errors(app, authorized)
 
     @app.get("/", include_in_schema=False)
     def root() -> RedirectResponse:

@@ -32,7 +32,7 @@ from dagsched.sim.objective import ObjectiveWeights
 class Breaker(BaseModel):
     """Circuit breaker around the learned policy."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # strict: `true` is not a number, "1" is not one
 
     failures: int = Field(5, ge=1, description="consecutive failures (error or deadline) that open it")
     cooldown_s: float = Field(30.0, ge=0, description="seconds it stays open (HEFT serves) before a retry")
@@ -41,7 +41,7 @@ class Breaker(BaseModel):
 class Skew(BaseModel):
     """Load-skew monitor: std of node utilisation over `threshold` -> next `decisions` go round-robin."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # strict: `true` is not a number, "1" is not one
 
     threshold: float = Field(0.35, gt=0, le=1, description="std of cpu utilisation over the request's nodes")
     decisions: int = Field(20, ge=0, description="task placements that go round-robin once it trips")
@@ -50,7 +50,7 @@ class Skew(BaseModel):
 class RuntimeConfig(BaseModel):
     """The live, hot-reloadable config of a service process."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # strict: `true` is not a number, "1" is not one
 
     default_scheduler: str = Field("heft", description="scheduler of /v1/schedule when the request names none")
     temperature: float = Field(0.0, ge=0, le=10, description="0 = greedy; else softmax temperature of the policy")

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import logging
+import re
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -46,10 +49,95 @@ def install(app: FastAPI) -> None:
         return _body(errors, status)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, err: StarletteHTTPException) -> JSONResponse:
-        return JSONResponse({"detail": err.detail}, status_code=err.status_code, headers=err.headers)
+    async def _http(request: Request, err: StarletteHTTPException) -> JSONResponse:
+        headers = dict(err.headers or {})
+        detail = err.detail
+        if err.status_code == 400 and detail == "There was an error parsing the body":  # FastAPI's own words
+            detail = f"body: does not parse as {request.headers.get('content-type') or 'JSON'}"
+        elif err.status_code == 404 and detail == "Not Found":  # no route matched at all
+            detail = f"path: nothing at {request.url.path}"
+        elif err.status_code == 405:  # one route per method: Allow must list every method of the path, not one route's
+            allowed = _allowed_methods(request.app, request.url.path)
+            headers["Allow"] = ", ".join(allowed)
+            detail = f"method: {request.method} is not allowed on {request.url.path}; allowed: {', '.join(allowed)}"
+        return JSONResponse({"detail": detail}, status_code=err.status_code, headers=headers)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, err: Exception) -> JSONResponse:
         log.exception("unexpected error on %s", request.url.path)
         return JSONResponse({"detail": f"internal error: {type(err).__name__}: {err}"}, status_code=500)
+
+
+def _allowed_methods(app: FastAPI, path: str) -> list[str]:
+    """The methods the spec documents for the path template that `path` matches."""
+    for template, ops in app.openapi().get("paths", {}).items():
+        if re.fullmatch(re.sub(r"\{[^}]+\}", "[^/]+", template), path):
+            return sorted(m.upper() for m in ops)
+    return []
+
+
+ERROR_SCHEMA: dict[str, Any] = {
+    "title": "Error",
+    "type": "object",
+    "required": ["detail"],
+    "properties": {
+        "detail": {"type": "string", "description": "`<field>: <fault>` (several joined by `; `)"},
+        "errors": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["field", "msg"],
+                "properties": {"field": {"type": "string"}, "msg": {"type": "string"}},
+            },
+        },
+    },
+}
+_ERROR_REF = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+_WHY = {
+    "400": "malformed JSON",
+    "401": "missing or wrong bearer token",
+    "403": "mutating routes are disabled: no token configured on the server",
+    "404": "no such plan (or file)",
+    "413": "request body over the limit",
+    "422": "a field's value is refused; `errors` names each field and fault",
+}
+
+
+def document_errors(app: FastAPI, authorized: set[tuple[str, str]]) -> None:
+    """Make the OpenAPI spec say what the error answers are: one `Error` shape (not FastAPI's default validation
+    schema, which this service never sends) on every operation that can answer it: 422 where there is input, 400 and
+    413 where there is a body, 404 where there is a path parameter, 401 and 403 on the `authorized` (path, method)s."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        spec = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
+        schemas = spec.setdefault("components", {}).setdefault("schemas", {})
+        schemas.pop("HTTPValidationError", None)
+        schemas.pop("ValidationError", None)
+        schemas["Error"] = ERROR_SCHEMA
+        for path, ops in spec.get("paths", {}).items():
+            for method, op in ops.items():
+                for media in op.get("requestBody", {}).get("content", {}).values():
+                    if "$ref" in media.get("schema", {}):  # a documented body is that model, nothing beside it
+                        media["schema"] = {"$ref": media["schema"]["$ref"]}
+                codes = []
+                has_body = "requestBody" in op
+                if op.get("parameters") or has_body:
+                    codes.append("422")
+                if has_body:
+                    codes += ["400", "413"]
+                if any(p.get("in") == "path" for p in op.get("parameters", [])):
+                    codes.append("404")
+                if (path, method.upper()) in authorized:
+                    codes += ["401", "403"]
+                responses = op.setdefault("responses", {})
+                for code in codes:
+                    responses[code] = {"description": _WHY[code], "content": _ERROR_REF}
+                for code, answer in responses.items():
+                    if code.startswith("4") or code.startswith("5"):
+                        answer["content"] = _ERROR_REF
+        app.openapi_schema = spec
+        return spec
+
+    app.openapi = openapi  # type: ignore[method-assign]

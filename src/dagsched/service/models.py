@@ -173,7 +173,7 @@ class ModelManager:
         """Serve the previous model again (the current one becomes previous)."""
         with self._lock:
             if self.previous is None:
-                raise LookupError("there is no previous model to roll back to")
+                raise LookupError("model: there is no previous model to roll back to")
             self.current, self.previous = self.previous, self.current
             assert self.current is not None
             return self.current

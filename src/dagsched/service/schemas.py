@@ -18,7 +18,7 @@ Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # strict: `true` is not a number, "1" is not one
 
 
 class FreeCapacity(_Body):

@@ -33,7 +33,7 @@ TERMS = ("makespan", "cost", "sla", "fragmentation", "load")
 class ObjectiveWeights(BaseModel):
     """Weight of each objective term."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)  # `true` is not a weight
 
     makespan: float = Field(0.4, ge=0, description="weight of makespan / baseline makespan")
     cost: float = Field(0.3, ge=0, description="weight of billed cost / baseline cost")

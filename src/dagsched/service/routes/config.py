@@ -7,19 +7,29 @@ from typing import Any
 from fastapi import APIRouter, Body
 
 from dagsched.model.errors import InputError
-from dagsched.service.config import config_from_dict
+from dagsched.service.config import RuntimeConfig, config_from_dict
 from dagsched.service.state import Authorized, State
 
 router = APIRouter(tags=["config"])
 
 
-@router.get("/v1/config")
+@router.get("/v1/config", response_model=RuntimeConfig)
 def get_config(state: State) -> dict[str, Any]:
     """The live runtime config."""
     return state.config.model_dump()
 
 
-@router.put("/v1/config", dependencies=[Authorized])
+_CONFIG_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RuntimeConfig"}}},
+    }
+}
+"""The body is read as a dict and validated by `config_from_dict` (so a refusal is counted); the spec says its
+shape, which is RuntimeConfig's (no other keys)."""
+
+
+@router.put("/v1/config", response_model=RuntimeConfig, dependencies=[Authorized], openapi_extra=_CONFIG_BODY)
 def put_config(state: State, body: dict[str, Any] = Body(...)) -> dict[str, Any]:  # noqa: B008
     """Replace the runtime config as a whole, on every replica; a bad field or rule (named in the 422) leaves the
     old one live."""

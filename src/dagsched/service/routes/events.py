@@ -93,7 +93,12 @@ def _replan(state: ServiceState, root: dict, latest: dict, body: EventRequest) -
     return {**result.response, "stored": True}
 
 
-@router.post("/v1/events", response_model=EventResponse, dependencies=[Authorized])
+@router.post(
+    "/v1/events",
+    response_model=EventResponse,
+    dependencies=[Authorized],
+    responses={404: {"description": "no such plan"}},
+)
 def post_event(body: EventRequest, state: State) -> dict[str, Any]:
     """Record an event of a plan; re-plan the affected tasks and return the assignments that changed."""
     plan = state.store.get_plan(body.plan_id)

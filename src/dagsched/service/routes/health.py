@@ -19,7 +19,7 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz")
+@router.get("/readyz", responses={503: {"description": "the store does not answer", "model": dict}})
 def readyz(state: State) -> Any:
     """Ready when the store answers; reports whether the learned policy is loaded (HEFT serves if not)."""
     checks: dict[str, Any] = {"model": state.models.current.version if state.models.current else None}
@@ -32,7 +32,11 @@ def readyz(state: State) -> Any:
     return {"status": "ready", **checks}
 
 
-@router.get("/v1/metrics")
+@router.get(
+    "/v1/metrics",
+    response_class=Response,
+    responses={200: {"description": "Prometheus text exposition", "content": {CONTENT_TYPE_LATEST: {}}}},
+)
 def metrics(state: State) -> Response:
     """Prometheus text exposition."""
     return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)

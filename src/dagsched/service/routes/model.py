@@ -103,7 +103,12 @@ async def put_weights(request: Request, state: State) -> dict[str, Any]:
     return _info(state)
 
 
-@router.post("/v1/model/rollback", response_model=ModelInfo, dependencies=[Authorized])
+@router.post(
+    "/v1/model/rollback",
+    response_model=ModelInfo,
+    dependencies=[Authorized],
+    responses={409: {"description": "there is no previous model to roll back to"}},
+)
 def rollback(state: State) -> dict[str, Any]:
     """Serve the previous policy again (this replica's previous one; every replica then serves it)."""
     with state.changing:
