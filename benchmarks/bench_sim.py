@@ -1,17 +1,36 @@
 """Simulator throughput, HEFT planning time and decision latency per scheduler.
 
 Prints figures; asserts nothing about wall-clock time (the machine is shared).
-Workload: a 1,000-task random layered DAG on the 100-node `large-100` cluster.
-Run: .venv/bin/python benchmarks/bench_sim.py [--repeats N]
+First, the engine alone on workflow streams (the shared-cluster issue's default mix on `large-100`, load
+0.85, Poisson, cloud mode) of about 1k, 10k, 100k and 1M tasks, this tree's engine side by side with a
+previous one (`--baseline`, a git revision checked out as a worktree and run in a child process through
+PYTHONPATH): each task goes to the least-loaded node that fits it, nodes start their tasks in arrival and
+topological order (`QueueReplay`, a lookup per ready task), and engine time = run time minus time in
+decide(). A task event is a start or an end. The stream and placement are built once and shared.
+Then: a 1,000-task random layered DAG on `large-100` replaying HEFT's plan, HEFT's planning time, and
+whole runs per scheduler.
+Run: .venv/bin/python benchmarks/bench_sim.py [--repeats N] [--sizes 1000,10000,100000,1000000]
+     [--baseline REV | --baseline none]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
+import os
+import pickle
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
+
+import numpy as np
 
 from dagsched.generate import cluster_preset, generate_workflow
+from dagsched.generate.streams import generate_stream
 from dagsched.model import Problem, compile_problem
 from dagsched.schedulers import make_scheduler, registered_names
 from dagsched.schedulers.base import Scheduler
@@ -40,6 +59,129 @@ class Replay(Scheduler):
         return Decision(out)
 
 
+TASKS_PER_WORKFLOW = 78.5
+"""Mean tasks per workflow of the default stream mix (measured): sizes are asked for in tasks."""
+BASELINE = "7078079"
+"""The commit before the engine's speed-up (issue 20): the engine the side-by-side compares with."""
+
+
+class QueueReplay(Scheduler):
+    """Starts each node's tasks in a fixed order, each as soon as it can start: a lookup per ready task."""
+
+    name = "queue_replay"
+
+    def __init__(self, node: list[int], queues: list[list[int]]) -> None:
+        super().__init__()
+        self.node, self.queues, self.head = node, queues, [0] * len(queues)
+
+    def decide(self, dp) -> Decision:
+        out, free, wake = [], None, math.inf
+        node, queues, head = self.node, self.queues, self.head
+        for t in dp.ready.tolist():
+            nd = node[t]
+            q = queues[nd]
+            if head[nd] >= len(q) or q[head[nd]] != t:
+                continue
+            if free is None:
+                free = dp.free.copy()
+            while head[nd] < len(q):
+                h = q[head[nd]]
+                if dp.status[h] != 1:  # not ready
+                    break
+                if not dp.can_start(h, nd, free):
+                    arrival = dp.data_ready_s(h, nd)
+                    if arrival > dp.now:
+                        wake = min(wake, arrival)
+                    break
+                free[nd] -= dp.request(h)
+                out.append((h, nd))
+                head[nd] += 1
+        return Decision(out, wake if math.isfinite(wake) else None)
+
+
+def stream_workload(n_tasks: int) -> tuple[object, list[int], list[list[int]]]:
+    """A stream of about n_tasks tasks on large-100 and its placement: least-loaded fitting node, per-node
+    order by (submission, topological rank) so no node waits on a task queued behind it elsewhere."""
+    n_wf = max(1, round(n_tasks / TASKS_PER_WORKFLOW))
+    stream = generate_stream(cluster_preset("large-100"), n_wf, 0.85, "poisson", seed=1)
+    cp = compile_problem(stream.problem())
+    rank = np.empty(cp.n_tasks, dtype=np.int64)
+    rank[cp.topo] = np.arange(cp.n_tasks)
+    order = np.lexsort((rank, cp.wf_submit_s[cp.task_wf]))
+    fits = np.all(cp.req[:, None, :] <= cp.cap[None, :, :] + 1e-9, axis=2)
+    share = cp.exec_s * (cp.req[:, 0:1] / cp.cap[None, :, 0])  # core-seconds per core of the node
+    load = np.zeros(cp.n_nodes)
+    node = [0] * cp.n_tasks
+    queues: list[list[int]] = [[] for _ in range(cp.n_nodes)]
+    for t in order.tolist():
+        nd = int(np.argmin(np.where(fits[t], load, np.inf)))
+        load[nd] += share[t, nd]
+        node[t] = nd
+        queues[nd].append(t)
+    return cp, node, queues
+
+
+def engine_events_per_s(workload: Path, repeats: int) -> dict[str, float]:
+    """Median engine-only task events/s replaying the pickled workload (whatever engine is importable)."""
+    with workload.open("rb") as fh:
+        cp, node, queues = pickle.load(fh)
+    config = SimConfig(noise_cv=0.2)
+    engine_s, events = [], 0
+    for _ in range(repeats):
+        sim = Simulator(cp, config, 1)
+        replay = QueueReplay(node, queues)
+        replay.reset(cp, sim.decision_point(), 1)
+        t0 = time.perf_counter()
+        trace = sim.run(replay)
+        engine_s.append(time.perf_counter() - t0 - sum(trace.decision_latency_s))
+        events = 2 * len(trace.attempts)
+    engine = statistics.median(engine_s)
+    return {"tasks": cp.n_tasks, "events": events, "engine_s": engine, "events_per_s": events / engine}
+
+
+def _baseline_src(rev: str) -> Path:
+    """A worktree of `rev` (made once, kept under the temp folder), its src/ for PYTHONPATH."""
+    root = Path(tempfile.gettempdir()) / f"dagsched-engine-{rev}"
+    if not root.exists():
+        subprocess.run(["git", "worktree", "add", "--detach", str(root), rev], check=True, capture_output=True)
+    return root / "src"
+
+
+def _in_child(src: Path | None, workload: Path, repeats: int) -> dict[str, float]:
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH")]))
+    cmd = [sys.executable, __file__, "--engine-only", str(workload), "--repeats", str(repeats)]
+    out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def engine_scaling(sizes: list[int], baseline: str | None, repeats: int) -> None:
+    src = _baseline_src(baseline) if baseline else None
+    print("engine alone on streams (large-100, default mix, load 0.85, cloud mode), task events/s")
+    head = f"{'asked':>9}{'tasks':>9}{'events':>10}{'build s':>9}{'new s':>9}{'new events/s':>14}"
+    if src:
+        head += f"{'old s':>9}{'old events/s':>14}{'speed-up':>10}"
+    print(head)
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in sizes:
+            t0 = time.perf_counter()
+            workload = Path(tmp) / f"stream-{size}.pkl"
+            with workload.open("wb") as fh:
+                pickle.dump(stream_workload(size), fh, protocol=pickle.HIGHEST_PROTOCOL)
+            build = time.perf_counter() - t0
+            reps = repeats if size <= 100_000 else 1
+            new = _in_child(None, workload, reps)
+            row = f"{size:>9,}{new['tasks']:>9,}{new['events']:>10,}{build:>9.1f}"
+            row += f"{new['engine_s']:>9.2f}{new['events_per_s']:>14,.0f}"
+            if src:
+                old = _in_child(src, workload, reps)
+                row += f"{old['engine_s']:>9.2f}{old['events_per_s']:>14,.0f}"
+                row += f"{new['events_per_s'] / old['events_per_s']:>9.2f}x"
+            print(row, flush=True)
+    print()
+
+
 def _time(fn, repeats: int) -> list[float]:
     out = []
     for _ in range(repeats):
@@ -53,7 +195,16 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--tasks", type=int, default=1000)
+    parser.add_argument("--sizes", default="1000,10000,100000,1000000", help="stream sizes in tasks; '' skips")
+    parser.add_argument("--baseline", default=BASELINE, help="git revision of the previous engine; 'none' skips")
+    parser.add_argument("--engine-only", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.engine_only is not None:  # the child process of `engine_scaling`
+        print(json.dumps(engine_events_per_s(args.engine_only, args.repeats)))
+        return
+    if args.sizes:
+        baseline = None if args.baseline == "none" else args.baseline
+        engine_scaling([int(x) for x in args.sizes.split(",")], baseline, args.repeats)
     wf = generate_workflow("random", args.tasks, seed=1)
     cp = compile_problem(Problem(workflows=[wf], cluster=cluster_preset("large-100")))
     print(f"workload: {cp.n_tasks} tasks, {len(cp.succ_idx)} edges, {cp.n_nodes} nodes; {args.repeats} repeats\n")

@@ -101,6 +101,7 @@ class _Static:
     task_wf: list[int]
     bandwidth: list[list[float]]
     exec_s: list[list[float]]
+    req: list[tuple[float, float, float]]
 
 
 _STATIC: weakref.WeakKeyDictionary[CompiledProblem, _Static] = weakref.WeakKeyDictionary()
@@ -119,6 +120,7 @@ def _static(cp: CompiledProblem) -> _Static:
             task_wf=cp.task_wf.tolist(),
             bandwidth=cp.bandwidth.tolist(),
             exec_s=cp.exec_s.tolist(),
+            req=[(r[0], r[1], r[2]) for r in cp.req.tolist()],
         )
         _STATIC[cp] = cached
     return cached
@@ -155,6 +157,9 @@ class Simulator:
         self.running: dict[int, _Running] = {}
         self.running_on: list[set[int]] = [set() for _ in range(m)]
         self.ready: set[int] = set()
+        self._ready_arr: npt.NDArray[np.int64] | None = None  # `ready` sorted, as of the last `ready_array`
+        self._ready_in: set[int] = set()  # ready since then
+        self._ready_out: set[int] = set()  # no longer ready since then
         self.deferred: set[int] = set()  # ready tasks a wait put aside until time moves (`defer`)
         self.submitted = np.zeros(cp.n_workflows, dtype=bool)
         self.n_done = 0
@@ -282,8 +287,7 @@ class Simulator:
         """What task t takes of a node (1 slot in classic mode)."""
         if self.classic:
             return (1.0, 0.0, 0.0)
-        r = self.cp.req[t]
-        return (float(r[0]), float(r[1]), float(r[2]))
+        return self._st.req[t]  # made once per problem: numpy scalars cost more than this whole call
 
     def requests(self, tasks: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
         """`request` of several tasks at once, shape (k, 3)."""
@@ -424,6 +428,10 @@ class Simulator:
         self.free[nd, 1] -= req[1]
         self.free[nd, 2] -= req[2]
         self.ready.discard(t)
+        if t in self._ready_in:
+            self._ready_in.discard(t)
+        else:
+            self._ready_out.add(t)
         self.deferred.discard(t)
         self.status[t] = RUNNING
         self.node_of[t] = nd
@@ -460,12 +468,19 @@ class Simulator:
                 left[c] -= 1
                 if left[c] == 0 and submitted[task_wf[c]]:
                     self.status[c] = READY
-                    self.ready.add(c)
+                    self._mark_ready(c)
         else:
             self.status[t] = READY
             self.node_of[t] = -1
             self.start_s[t] = np.nan
-            self.ready.add(t)
+            self._mark_ready(t)
+
+    def _mark_ready(self, t: int) -> None:
+        self.ready.add(t)
+        if t in self._ready_out:
+            self._ready_out.discard(t)
+        else:
+            self._ready_in.add(t)
 
     def _rescale(self, nd: int, factor: float) -> None:
         """Change node nd's slowdown factor, moving the finish events of its running tasks."""
@@ -493,7 +508,7 @@ class Simulator:
             for t in range(lo, hi):
                 if self._preds_left[t] == 0:
                     self.status[t] = READY
-                    self.ready.add(t)
+                    self._mark_ready(t)
             self._changed = True
         elif kind == FAIL:
             nd = payload
@@ -579,10 +594,29 @@ class Simulator:
         return self._view_dict
 
     def ready_array(self) -> npt.NDArray[np.int64]:
-        """Ready tasks, ascending."""
-        ready = np.fromiter(self.ready, np.int64, len(self.ready))
-        ready.sort()
-        return ready
+        """Ready tasks, ascending (a fresh array the caller may keep or change).
+
+        Kept up to date from the tasks that became ready or stopped being ready since the last call,
+        merged into the sorted array in C (searchsorted, delete, insert): long streams keep thousands of
+        tasks ready, and re-sorting the whole set at every decision was most of the engine's time there.
+        """
+        arr, ins, outs = self._ready_arr, self._ready_in, self._ready_out
+        if arr is None or len(ins) + len(outs) > (len(arr) >> 2) + 16:
+            arr = np.fromiter(self.ready, np.int64, len(self.ready))
+            arr.sort()
+        else:
+            if outs:
+                gone = np.fromiter(outs, np.int64, len(outs))
+                gone.sort()
+                arr = np.delete(arr, np.searchsorted(arr, gone))
+            if ins:
+                new = np.fromiter(ins, np.int64, len(ins))
+                new.sort()
+                arr = np.insert(arr, np.searchsorted(arr, new), new)
+        ins.clear()
+        outs.clear()
+        self._ready_arr = arr
+        return arr.copy()
 
     def decision_point(self) -> DecisionPoint:
         """The read-only view of now, with the shared decision rules (nothing advances); tasks deferred at this
@@ -748,6 +782,9 @@ class Simulator:
         f.cap = self.cap
         f.slow_factor = np.ones(self.cp.n_nodes)
         f.ready = set(self.ready)
+        f._ready_arr = None
+        f._ready_in = set()
+        f._ready_out = set()
         f.running_on = [set(s) for s in self.running_on]
         f.n_done = self.n_done
         f.n_decisions = 0
