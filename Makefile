@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 
-.PHONY: run serve quick test lint bench bench-standard bench-shared perf clean
+.PHONY: run serve quick test lint bench bench-standard bench-shared perf clean deploy-check
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -56,6 +56,38 @@ bench-shared: $(STAMP)
 # performance figures (they print; nothing is asserted on time)
 perf: $(STAMP)
 	for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+# the deploy checks' tools (checkov, kubernetes-validate, dockerfile-parse) in a venv of their own, from their own
+# lock: their pins need not agree with requirements.lock
+DEPLOY_VENV := .venv-deploy
+DEPLOY_STAMP := $(DEPLOY_VENV)/.installed-stamp
+K8S_VERSION := 1.33.0
+DEPLOY_OUT := build/deploy
+
+$(DEPLOY_STAMP): deploy/requirements-deploy.lock
+	test -x $(DEPLOY_VENV)/bin/python || $(PYTHON) -m venv $(DEPLOY_VENV)
+	$(DEPLOY_VENV)/bin/python -m pip install --quiet -r deploy/requirements-deploy.lock
+	touch $(DEPLOY_STAMP)
+
+# the image, the Kubernetes manifests, the compose file and the RayCluster, checked without a Docker engine or a
+# cluster (docs/deploy.md): render every kustomization, validate every object against Kubernetes $(K8S_VERSION)
+# (strict: unknown fields fail), scan with checkov (findings kept are skipped in place, with the reason), then the
+# tests of tests/deploy/, which may not skip here
+deploy-check: $(STAMP) $(DEPLOY_STAMP)
+	@command -v kubectl >/dev/null || { echo "deploy-check: kubectl not found (Debian: apt-get install kubernetes-client)"; exit 1; }
+	mkdir -p $(DEPLOY_OUT)
+	for k in base overlays/dev overlays/prod ray; do \
+	  kubectl kustomize deploy/k8s/$$k > $(DEPLOY_OUT)/$$(basename $$k).yaml || exit 1; done
+	# ray.yaml is a RayCluster (a CRD kubernetes-validate does not know): tests/deploy/test_k8s.py checks it
+	$(DEPLOY_VENV)/bin/kubernetes-validate --kubernetes-version $(K8S_VERSION) --strict --quiet \
+	  $(DEPLOY_OUT)/base.yaml $(DEPLOY_OUT)/dev.yaml $(DEPLOY_OUT)/prod.yaml
+	$(DEPLOY_VENV)/bin/checkov --config-file .checkov.yaml --quiet --compact --framework dockerfile kubernetes \
+	  -f Dockerfile $(DEPLOY_OUT)/base.yaml $(DEPLOY_OUT)/dev.yaml $(DEPLOY_OUT)/prod.yaml $(DEPLOY_OUT)/ray.yaml
+	# checkov has no Compose policies: its secrets scan covers compose.yaml and every other deploy file
+	$(DEPLOY_VENV)/bin/checkov --config-file .checkov.yaml --quiet --compact --framework secrets \
+	  -d deploy -f Dockerfile
+	DAGSCHED_DEPLOY_CHECK=1 $(PY) -m pytest -p no:xdist -q tests/deploy/test_container.py tests/deploy/test_k8s.py \
+	  tests/deploy/test_compose.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

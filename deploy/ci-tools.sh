@@ -8,6 +8,7 @@ need=()
 command -v chromium >/dev/null || need+=(chromium)
 command -v promtool >/dev/null || need+=(prometheus)
 ls /usr/lib/python3/dist-packages/simgrid.cpython-311-*.so >/dev/null 2>&1 || need+=(python3-simgrid) # SimGrid cross-check (tests/sim/test_simgrid.py)
+command -v kubectl >/dev/null || need+=(kubernetes-client) # kubectl kustomize renders deploy/k8s/
 if [ "${#need[@]}" -gt 0 ]; then
   echo "ci-tools: installing ${need[*]} from the Debian packages" >&2
   export DEBIAN_FRONTEND=noninteractive
