@@ -601,7 +601,8 @@ class Simulator:
         tasks ready, and re-sorting the whole set at every decision was most of the engine's time there.
         """
         arr, ins, outs = self._ready_arr, self._ready_in, self._ready_out
-        if arr is None or len(ins) + len(outs) > (len(arr) >> 2) + 16:
+        # below a few hundred ready tasks a fresh sort is cheaper than numpy's insert and delete (~10 us each)
+        if arr is None or len(self.ready) < 256 or len(ins) + len(outs) > (len(arr) >> 2) + 16:
             arr = np.fromiter(self.ready, np.int64, len(self.ready))
             arr.sort()
         else:
