@@ -21,7 +21,7 @@ run: serve
 serve: $(STAMP)
 	mkdir -p results
 	DAGSCHED_API_TOKEN=$${DAGSCHED_API_TOKEN:-dev-token} $(VENV)/bin/dagsched serve --host 127.0.0.1 --port 8080 \
-	  --store sqlite:///results/service.sqlite & pid=$$!; trap "kill $$pid" EXIT INT TERM; \
+	  --store sqlite:///results/service.sqlite --report-dir docs/results/standard & pid=$$!; trap "kill $$pid" EXIT INT TERM; \
 	  $(PY) -m dagsched.service.demo --url http://127.0.0.1:8080 --count 40; wait $$pid
 
 lint: $(STAMP)
