@@ -17,7 +17,8 @@ from dagsched.model.errors import InputError
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
-Identifier = Annotated[str, Field(min_length=1)]
+Identifier = Annotated[str, Field(min_length=1, max_length=256)]
+"""Task, node and workflow ids: 256 characters at most (the decision store's columns; no real id comes near)."""
 
 RESOURCES = ("cpu", "mem", "gpu")
 

@@ -99,6 +99,7 @@ _WHY = {
     "403": "mutating routes are disabled: no token configured on the server",
     "404": "no such plan (or file)",
     "413": "request body over the limit",
+    "415": "the body is not application/json",
     "422": "a field's value is refused; `errors` names each field and fault",
 }
 
@@ -126,7 +127,7 @@ def document_errors(app: FastAPI, authorized: set[tuple[str, str]]) -> None:
                 if op.get("parameters") or has_body:
                     codes.append("422")
                 if has_body:
-                    codes += ["400", "413"]
+                    codes += ["400", "413", "415"]
                 if any(p.get("in") == "path" for p in op.get("parameters", [])):
                     codes.append("404")
                 if (path, method.upper()) in authorized:

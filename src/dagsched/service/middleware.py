@@ -69,13 +69,16 @@ class LimitsAndMetrics:
         self._count(scope, status["code"])
 
     async def _refuse(self, send: Send, limit: int, status: dict) -> None:
-        body = json.dumps({"detail": f"body: request body is over the limit of {limit} bytes"}).encode()
-        status["code"] = 413
+        await self._answer(send, 413, f"body: request body is over the limit of {limit} bytes", status)
+
+    async def _answer(self, send: Send, code: int, detail: str, status: dict) -> None:
+        body = json.dumps({"detail": detail}).encode()
+        status["code"] = code
         status["started"] = True
         await send(
             {
                 "type": "http.response.start",
-                "status": 413,
+                "status": code,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
             }
         )

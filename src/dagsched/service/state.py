@@ -227,3 +227,13 @@ async def require_token(request: Request, state: State) -> None:
 
 
 Authorized = Depends(require_token)
+
+
+async def require_json(request: Request) -> None:
+    """Routes with a JSON body: any other content type is 415 naming it (before the body is validated)."""
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media != "application/json" and not media.endswith("+json"):
+        raise HTTPException(415, f"content-type: expected application/json, got {media or 'none'}")
+
+
+JSONBody = Depends(require_json)

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Body
 
 from dagsched.model.errors import InputError
 from dagsched.service.config import RuntimeConfig, config_from_dict
-from dagsched.service.state import Authorized, State
+from dagsched.service.state import Authorized, JSONBody, State
 
 router = APIRouter(tags=["config"])
 
@@ -29,7 +29,7 @@ _CONFIG_BODY = {
 shape, which is RuntimeConfig's (no other keys)."""
 
 
-@router.put("/v1/config", response_model=RuntimeConfig, dependencies=[Authorized], openapi_extra=_CONFIG_BODY)
+@router.put("/v1/config", response_model=RuntimeConfig, dependencies=[Authorized, JSONBody], openapi_extra=_CONFIG_BODY)
 def put_config(state: State, body: dict[str, Any] = Body(...)) -> dict[str, Any]:  # noqa: B008
     """Replace the runtime config as a whole, on every replica; a bad field or rule (named in the 422) leaves the
     old one live."""

@@ -25,7 +25,7 @@ from dagsched.io import workflow_from_dict
 from dagsched.model import Edge, Task, Workflow
 from dagsched.model.errors import InputError
 from dagsched.service.schemas import EventRequest, EventResponse, ScheduleRequest
-from dagsched.service.state import Authorized, ServiceState, State
+from dagsched.service.state import Authorized, JSONBody, ServiceState, State
 
 router = APIRouter(tags=["events"])
 
@@ -93,11 +93,34 @@ def _replan(state: ServiceState, root: dict, latest: dict, body: EventRequest) -
     return {**result.response, "stored": True}
 
 
+def _check_order(history: list[dict[str, Any]], planned: dict[str, Any], body: EventRequest) -> None:
+    """Events must arrive in time order and follow each task's life (started, then finished or overran; failed any
+    time before it finished):
+    a late or impossible event would re-plan from a state that never was. 409 naming the field otherwise."""
+    if history and body.at < history[-1]["at"] - 1e-9:
+        last = history[-1]
+        raise HTTPException(
+            409,
+            f"at: {body.at:g} s is before this plan's last event ({last['kind']} at {last['at']:g} s): "
+            "send events in order",
+        )
+    if not body.kind.startswith("task_"):
+        return
+    chain = _chain_state(history, planned)
+    running, done = body.task in chain["running"], body.task in chain["done"]
+    if body.kind == "task_started" and (running or done):
+        raise HTTPException(409, f"task: '{body.task}' has already {'finished' if done else 'started'}")
+    if body.kind in ("task_finished", "task_overran") and not running:
+        raise HTTPException(409, f"task: '{body.task}' is not running (no task_started since it last ended or failed)")
+    if body.kind == "task_failed" and done:  # a task may fail before its start was reported (at launch)
+        raise HTTPException(409, f"task: '{body.task}' has already finished")
+
+
 @router.post(
     "/v1/events",
     response_model=EventResponse,
-    dependencies=[Authorized],
-    responses={404: {"description": "no such plan"}},
+    dependencies=[Authorized, JSONBody],
+    responses={404: {"description": "no such plan"}, 409: {"description": "an event out of order"}},
 )
 def post_event(body: EventRequest, state: State) -> dict[str, Any]:
     """Record an event of a plan; re-plan the affected tasks and return the assignments that changed."""
@@ -118,13 +141,15 @@ def post_event(body: EventRequest, state: State) -> dict[str, Any]:
         raise InputError("node", f"unknown node '{body.node}' in plan '{body.plan_id}'")
     if body.kind.startswith("node_") and not body.node:
         raise InputError("node", f"required for {body.kind}")
+    if body.kind == "task_overran" and body.elapsed_s is None:
+        raise InputError("elapsed_s", "required for task_overran: how long the task has run so far")
+    _check_order(state.store.events(root["id"]), planned, body)
     state.metrics.events.labels(kind=body.kind).inc()
 
     payload: dict[str, Any] = {"elapsed_s": body.elapsed_s}
     replan, reason = False, "recorded"
     if body.kind == "task_overran":
-        if body.elapsed_s is None:
-            raise InputError("elapsed_s", "required for task_overran: how long the task has run so far")
+        assert body.elapsed_s is not None
         prior = planned.get(body.task or "") or next(
             a for a in root["response"]["assignments"] if a["task"] == body.task
         )

@@ -31,7 +31,7 @@ def list_plans(
     scheduler: Annotated[str | None, Query(max_length=64)] = None,
     fallback: bool | None = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
 ) -> dict[str, Any]:
     """The newest plans, filtered (without their request and response: `GET /v1/plans/{id}` has those)."""
     rows, total = state.store.list_plans(q, workflow, scheduler, fallback, limit, offset)

@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from dagsched.service.config import RuntimeConfig
 from dagsched.service.planner import Planned
 from dagsched.service.schemas import PlanResponse, ScheduleRequest
-from dagsched.service.state import ServiceState, State
+from dagsched.service.state import JSONBody, ServiceState, State
 from dagsched.service.store import EncodedJSON
 
 router = APIRouter(tags=["schedule"])
@@ -44,7 +44,7 @@ def _plan_and_save(state: ServiceState, body: ScheduleRequest, config: RuntimeCo
     return planned, content
 
 
-@router.post("/v1/schedule", response_model=PlanResponse, response_model_exclude_none=False)
+@router.post("/v1/schedule", response_model=PlanResponse, response_model_exclude_none=False, dependencies=[JSONBody])
 async def schedule(body: ScheduleRequest, state: State, background: BackgroundTasks) -> Any:
     """Plan the workflow on the nodes' free capacity with the chosen scheduler (default: the learned policy).
 
