@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -94,3 +95,19 @@ def nodes(n: int = 3) -> list[dict[str, Any]]:
 
 def pg_url() -> str | None:
     return os.environ.get("DAGSCHED_TEST_PG_URL")
+
+
+def fresh_pg_schema(url: str) -> str:
+    """The test server's URL with a new, empty schema first on the search path: this test's store starts empty
+    (the serving row is global to a store) without the right to create databases."""
+    import sqlalchemy as sa
+
+    from dagsched.service.store import normalise_url
+
+    name = f"replicas_{uuid.uuid4().hex[:10]}"
+    engine = sa.create_engine(normalise_url(url))
+    with engine.begin() as conn:
+        conn.execute(sa.text(f'CREATE SCHEMA "{name}"'))
+    engine.dispose()
+    fresh = sa.engine.make_url(url).update_query_dict({"options": f"-csearch_path={name}"})
+    return fresh.render_as_string(hide_password=False)

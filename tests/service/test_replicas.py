@@ -9,14 +9,13 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from .conftest import AUTH, TOKEN, nodes, pg_url, save_tiny_policy, workflow
+from .conftest import AUTH, TOKEN, fresh_pg_schema, nodes, pg_url, save_tiny_policy, workflow
 
 SYNC_S = "0.2"
 
@@ -27,22 +26,6 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _fresh_pg_schema(url: str) -> str:
-    """The test server's URL with a new, empty schema first on the search path: this test's store starts empty
-    (the serving row is global to a store) without the right to create databases."""
-    import sqlalchemy as sa
-
-    from dagsched.service.store import normalise_url
-
-    name = f"replicas_{uuid.uuid4().hex[:10]}"
-    engine = sa.create_engine(normalise_url(url))
-    with engine.begin() as conn:
-        conn.execute(sa.text(f'CREATE SCHEMA "{name}"'))
-    engine.dispose()
-    fresh = sa.engine.make_url(url).update_query_dict({"options": f"-csearch_path={name}"})
-    return fresh.render_as_string(hide_password=False)
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
@@ -50,7 +33,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     url = pg_url()
     if url is None:
         pytest.skip("DAGSCHED_TEST_PG_URL is not set (deploy/ci-postgres.sh starts a PostgreSQL and prints one)")
-    return _fresh_pg_schema(url)
+    return fresh_pg_schema(url)
 
 
 @pytest.fixture
