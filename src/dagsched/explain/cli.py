@@ -45,6 +45,24 @@ def explain_problem(
     return {**out, "makespan": result.metrics.makespan, "cost": result.metrics.cost}
 
 
+def _load(workflow: Path, cluster: str) -> Any:
+    """The compiled problem of one workflow file on a preset or a cluster file (classic files carry their own)."""
+    from dagsched.generate.clusters import PRESETS, cluster_preset
+    from dagsched.io import detect_format, read_document, read_problem
+    from dagsched.model.compiled import compile_problem
+    from dagsched.model.errors import InputError
+
+    if not workflow.exists():
+        raise InputError("--workflow", f"file not found: {workflow}")
+    if detect_format(read_document(workflow)) == "classic":
+        return compile_problem(read_problem([workflow]))
+    if cluster in PRESETS:
+        return compile_problem(read_problem([workflow], cluster_preset(cluster)))
+    if not Path(cluster).exists():
+        raise InputError("--cluster", f"'{cluster}' is neither a preset ({', '.join(sorted(PRESETS))}) nor a file")
+    return compile_problem(read_problem([workflow], Path(cluster)))
+
+
 def register(app: Any) -> None:
     """Add `dagsched explain` to a Typer app."""
 
@@ -70,7 +88,6 @@ def register(app: Any) -> None:
         explain.json, attributions.png (drl) and dag.png (coloured by attribution, or by node)."""
         import torch
 
-        from dagsched.cli import load_compiled
         from dagsched.console import console
         from dagsched.console import fail as _fail
         from dagsched.explain.plots import write_attribution_bars, write_dag
@@ -80,7 +97,7 @@ def register(app: Any) -> None:
         torch.set_num_threads(1)
         policy, version = None, None
         try:
-            cp = load_compiled([workflow], cluster)
+            cp = _load(workflow, cluster)
             if scheduler != "drl" and scheduler not in registered_names():
                 raise InputError(
                     "--scheduler", f"unknown scheduler '{scheduler}'; known: drl, {', '.join(registered_names())}"
