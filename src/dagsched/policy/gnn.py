@@ -74,6 +74,12 @@ class PolicyConfig:
     global_dim: int = len(GLOBAL_FEATURES)
 
     def __post_init__(self) -> None:
+        for name in ("hidden", "layers", "heads", "lstm_hidden", "task_dim", "node_dim", "pair_dim", "global_dim"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if isinstance(self.history_len, bool) or not isinstance(self.history_len, int) or self.history_len < 0:
+            raise ValueError(f"history_len must be a non-negative integer, got {self.history_len!r}")
         if self.conv not in ("gat", "gcn"):
             raise ValueError(f"conv must be 'gat' or 'gcn', got {self.conv!r}")
         if self.action_space not in ("pair", "task_eft", "rank_node", "auto"):

@@ -151,7 +151,7 @@ class ModelManager:
                 policy = load_policy(stem)
             except PolicyFileError as err:
                 raise InputError("weights", str(err).replace(str(staging) + "/", "")) from None
-            except (TypeError, ValueError) as err:
+            except (TypeError, ValueError, RuntimeError) as err:  # torch refuses e.g. a negative width
                 raise InputError("metadata", f"architecture does not build: {err}") from None
             try:
                 smoke_test(policy)

@@ -38,12 +38,32 @@ TASK_ATTRS = frozenset({"id", "runtime", "cpu", "mem", "gpu", "priority", "criti
 ATTRS = {"node": NODE_ATTRS, "task": TASK_ATTRS}
 MAX_RULE_CHARS = 500
 
+MAX_SEQUENCE = 10_000
+"""Longest string or tuple a rule may build by repetition: `"x" * 99999 * 99999` would take 10 GB and half a
+minute to build (measured) before it compared anything; such a rule fails its pair instead."""
+
+
+def _mul(a: Any, b: Any) -> Any:
+    """`a * b`, refusing repetitions of a string or tuple past MAX_SEQUENCE items."""
+    for seq, n in ((a, b), (b, a)):
+        if isinstance(seq, str | tuple) and isinstance(n, int) and len(seq) * max(n, 0) > MAX_SEQUENCE:
+            raise ValueError(f"a repetition longer than {MAX_SEQUENCE}")
+    return operator.mul(a, b)
+
+
+def _mod(a: Any, b: Any) -> Any:
+    """`a % b` on numbers only: on a string it is formatting (`"%999999999d" % 1` builds a gigabyte)."""
+    if isinstance(a, str):
+        raise ValueError("string formatting")
+    return operator.mod(a, b)
+
+
 _BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
+    ast.Mult: _mul,
     ast.Div: operator.truediv,
-    ast.Mod: operator.mod,
+    ast.Mod: _mod,
 }
 _CMPOPS: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
     ast.Eq: operator.eq,
@@ -160,7 +180,7 @@ class Rule:
         """True when the pair passes; a runtime fault (type mismatch, division by zero) fails it."""
         try:
             return bool(_eval(self.tree, {"node": node, "task": task}))
-        except (TypeError, ZeroDivisionError, KeyError, ValueError):
+        except (TypeError, ZeroDivisionError, KeyError, ValueError, OverflowError):
             return False
 
 
