@@ -44,6 +44,8 @@ def detect_format(data: dict[str, Any]) -> Format:
 
 def workflow_from_dict(data: dict[str, Any], validate_schema: bool = False) -> Workflow:
     """A Workflow from a native or WfFormat dict; `validate_schema` applies WfFormat's JSON Schema first."""
+    if not isinstance(data, dict):
+        raise InputError("workflow", f"expected an object (a native or WfFormat workflow), got {type(data).__name__}")
     fmt = detect_format(data)
     if fmt == "native":
         return workflow_from_native(data)
