@@ -34,6 +34,7 @@ OVERRUN_FACTOR = 2.0
 
 def _chain_state(events: list[dict[str, Any]], planned: dict[str, dict]) -> dict[str, Any]:
     done: set[str] = set()
+    done_on: dict[str, str] = {}
     running: dict[str, tuple[str, float]] = {}
     down: set[str] = set()
     avoid: dict[str, str] = {}
@@ -43,7 +44,8 @@ def _chain_state(events: list[dict[str, Any]], planned: dict[str, dict]) -> dict
             running[task] = (node or planned[task]["node"], at)
         elif kind == "task_finished":
             done.add(task)
-            running.pop(task, None)
+            where = running.pop(task, None)
+            done_on[task] = node or (where[0] if where else planned.get(task, {}).get("node", ""))
         elif kind == "task_failed":
             running.pop(task, None)
         elif kind == "task_overran" and e["payload"].get("migrate"):
@@ -56,7 +58,7 @@ def _chain_state(events: list[dict[str, Any]], planned: dict[str, dict]) -> dict
                     running.pop(t)
         elif kind == "node_up":
             down.discard(node)
-    return {"done": done, "running": running, "down": down, "avoid": avoid}
+    return {"done": done, "done_on": done_on, "running": running, "down": down, "avoid": avoid}
 
 
 def _replan(state: ServiceState, root: dict, latest: dict, body: EventRequest) -> dict[str, Any]:
@@ -82,12 +84,32 @@ def _replan(state: ServiceState, root: dict, latest: dict, body: EventRequest) -
             pins[t.id] = node
         else:
             tasks.append(t)
-    edges = [Edge(src=e.src, dst=e.dst, data=e.data) for e in wf.edges if e.src in kept and e.dst in kept]
+    # A finished parent whose output a kept task still needs stays in as a zero-length stand-in pinned where it ran
+    # (no request, so it never waits for room): its data then crosses the network from that node, from now on
+    # (later than it really left: a safe bound). Dropping the edge let a child start on another node before the
+    # data could arrive. A parent whose node is down now is dropped with its edge (its output is assumed kept
+    # elsewhere, e.g. on shared storage).
+    up = {n.id for n in nodes}
+    stand_ins = {
+        e.src
+        for e in wf.edges
+        if e.dst in kept and e.src in chain["done"] and e.data > 0 and chain["done_on"].get(e.src) in up
+    }
+    for sid in sorted(stand_ins):
+        tasks.append(Task(id=sid, runtime=0.0, cpu=0.0, costs={chain["done_on"][sid]: 0.0}))
+        pins[sid] = chain["done_on"][sid]
+    present = kept | stand_ins
+    edges = [Edge(src=e.src, dst=e.dst, data=e.data) for e in wf.edges if e.src in present and e.dst in kept]
     sub = Workflow(name=wf.name, tasks=tasks, edges=edges, deadline=wf.deadline, labels=wf.labels)
     req = request.model_copy(update={"nodes": nodes})
     result = state.planner.plan_workflow(
         sub, req, state.config, root_id=root["id"], pins=pins, avoid=chain["avoid"], offset_s=body.at
     )
+    if stand_ins:  # the stand-ins are not part of the plan
+        response = result.response
+        response["assignments"] = [a for a in response["assignments"] if a["task"] not in stand_ins]
+        result.plan_row["response"] = response
+        result.decision_rows[:] = [r for r in result.decision_rows if r["task"] not in stand_ins]
     result.plan_row["request"] = {**root["request"], "replan_of": latest["id"], "event": body.model_dump()}
     state.store.save_plan(result.plan_row, result.decision_rows)
     return {**result.response, "stored": True}
