@@ -14,7 +14,6 @@ Run: .venv/bin/python benchmarks/bench_replicas.py [--plans 200] [--concurrency 
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import multiprocessing as mp
 import os
@@ -22,10 +21,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from bench_service import CALLS_PER_CONNECTION, _calls, _free_port, _policy
+from bench_service import CALLS_PER_CONNECTION, _calls, _free_port, _policy, wait_ready
 from dagsched.service.demo import sample_nodes, sample_workflow
 
 
@@ -35,18 +33,8 @@ def _start(store: str, stem: Path, tmp: Path, name: str) -> tuple[subprocess.Pop
     cmd = [sys.executable, "-m", "dagsched.service.cli", "serve", "--port", str(port), "--log-level", "warning",
            "--store", store, "--model", str(stem)]  # fmt: skip
     proc = subprocess.Popen(cmd, env=env)
-    deadline = time.monotonic() + 180
-    while True:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            conn.request("GET", "/readyz")
-            if conn.getresponse().status == 200:
-                return proc, port
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"replica {name} did not start")
-        time.sleep(0.2)
+    wait_ready(proc, port)
+    return proc, port
 
 
 def _run(pool, ports: list[int], body: bytes, n: int, concurrency: int) -> tuple[float, list[float]]:

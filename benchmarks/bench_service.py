@@ -94,6 +94,22 @@ def _policy(tmp: Path) -> tuple[Path, str]:
     return tmp / "random", "random weights, default architecture (no shipped model yet)"
 
 
+def wait_ready(proc: subprocess.Popen, port: int, path: str = "/readyz", timeout_s: float = 180.0) -> None:
+    """Until `path` answers 200 on the server at `port` (SystemExit if it exits or takes longer)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", path)
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"the server on port {port} did not start")
+        time.sleep(0.2)
+
+
 class _Client:
     """One keep-alive HTTP/1.1 connection that POSTs pre-encoded JSON."""
 
@@ -196,18 +212,7 @@ def main() -> None:
             cmd += ["--workers", str(args.workers)]
         proc = subprocess.Popen(cmd, env=env)
         try:
-            deadline = time.monotonic() + 180
-            while True:
-                try:
-                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-                    conn.request("GET", "/healthz")
-                    if conn.getresponse().status == 200:
-                        break
-                except OSError:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("the server did not start")
-                time.sleep(0.2)
+            wait_ready(proc, port, "/healthz")
             print(
                 f"workload: 20-task {wf['name']} on 16 nodes (hetero-16); policy: {model_note}; "
                 f"server: {args.server_src or 'this tree'}, {args.workers} worker(s); "

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench_service import _Client, _free_port, _policy, _server_rss, _tree
+from bench_service import _Client, _free_port, _policy, _server_rss, _tree, wait_ready
 from dagsched.service.demo import extender_args, sample_nodes, sample_workflow
 
 
@@ -60,18 +60,7 @@ def main() -> None:
                "--store", store, "--model", str(stem)]  # fmt: skip
         proc = subprocess.Popen(cmd, env=env)
         try:
-            deadline = time.monotonic() + 180
-            while True:
-                try:
-                    probe = _Client(port)
-                    probe.conn.request("GET", "/healthz")
-                    if probe.conn.getresponse().status == 200:
-                        break
-                except OSError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise SystemExit("the server did not start")
-                time.sleep(0.2)
+            wait_ready(proc, port, "/healthz")
             time.sleep(2)
             print(f"soak: {args.minutes:g} min at {args.rate:g} calls/s (plans heft+drl and prioritize, 1:1); "
                   f"policy {note}; store {store.split('@')[-1]}")  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -111,3 +112,21 @@ def fresh_pg_schema(url: str) -> str:
     engine.dispose()
     fresh = sa.engine.make_url(url).update_query_dict({"options": f"-csearch_path={name}"})
     return fresh.render_as_string(hide_password=False)
+
+
+def free_port() -> int:
+    """A free TCP port on loopback, for a server a test starts."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def shared_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A store URL several server processes share: a SQLite file, and a fresh schema of the test PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'shared.sqlite'}"
+    url = pg_url()
+    if url is None:
+        pytest.skip("DAGSCHED_TEST_PG_URL is not set (deploy/ci-postgres.sh starts a PostgreSQL and prints one)")
+    return fresh_pg_schema(url)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -18,35 +17,21 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .conftest import AUTH, TOKEN, fresh_pg_schema, nodes, pg_url, save_tiny_policy, workflow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'durable.sqlite'}"
-    url = pg_url()
-    if url is None:
-        pytest.skip("DAGSCHED_TEST_PG_URL is not set (deploy/ci-postgres.sh starts a PostgreSQL and prints one)")
-    return fresh_pg_schema(url)
+from .conftest import AUTH, TOKEN, free_port, nodes, save_tiny_policy, workflow
 
 
 @pytest.fixture
-def server(tmp_path: Path, policy_stem: Path, store_url: str) -> Iterator[Callable[..., tuple[str, subprocess.Popen]]]:
+def server(
+    tmp_path: Path, policy_stem: Path, shared_store_url: str
+) -> Iterator[Callable[..., tuple[str, subprocess.Popen]]]:
     """start(workers) -> (base URL, process) of `dagsched serve` in its own process group, on the shared store."""
     procs: list[subprocess.Popen] = []
 
     def start(workers: int = 1) -> tuple[str, subprocess.Popen]:
-        port = _free_port()
+        port = free_port()
         env = dict(os.environ, DAGSCHED_API_TOKEN=TOKEN, DAGSCHED_MODEL_DIR=str(tmp_path / "models"),
                    DAGSCHED_SYNC_INTERVAL_S="0.5")  # fmt: skip
-        cmd = [sys.executable, "-m", "dagsched.service.cli", "serve", "--port", str(port), "--store", store_url,
+        cmd = [sys.executable, "-m", "dagsched.service.cli", "serve", "--port", str(port), "--store", shared_store_url,
                "--model", str(policy_stem), "--log-level", "warning", "--workers", str(workers)]  # fmt: skip
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)  # fmt: skip
@@ -91,7 +76,7 @@ def _load(base: str, acked: list[str], stop: threading.Event) -> None:
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_every_acknowledged_plan_survives_a_sigkill(server, store_url: str, workers: int) -> None:
+def test_every_acknowledged_plan_survives_a_sigkill(server, shared_store_url: str, workers: int) -> None:
     base, proc = server(workers)
     acked: list[str] = []
     stop = threading.Event()
@@ -112,7 +97,7 @@ def test_every_acknowledged_plan_survives_a_sigkill(server, store_url: str, work
         report = os.environ.get("DAGSCHED_DURABILITY_REPORT")  # the figures for a note
         if report:
             with open(report, "a") as f:
-                f.write(f"{store_url.split(':')[0]} workers={workers} acknowledged={len(acked)} "
+                f.write(f"{shared_store_url.split(':')[0]} workers={workers} acknowledged={len(acked)} "
                         f"found={len(acked) - len(missing)}\n")  # fmt: skip
         assert missing == [], f"{len(missing)} of {len(acked)} acknowledged plans are gone"
         decisions = [c.get("/v1/decisions", params={"plan_id": pid}).json()["count"] for pid in acked[-10:]]

@@ -5,7 +5,6 @@ DAGSCHED_TEST_PG_URL is set, as .ci/run does)."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -15,41 +14,25 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .conftest import AUTH, TOKEN, fresh_pg_schema, nodes, pg_url, save_tiny_policy, workflow
+from .conftest import AUTH, TOKEN, free_port, nodes, save_tiny_policy, workflow
 
 SYNC_S = "0.2"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'shared.sqlite'}"
-    url = pg_url()
-    if url is None:
-        pytest.skip("DAGSCHED_TEST_PG_URL is not set (deploy/ci-postgres.sh starts a PostgreSQL and prints one)")
-    return fresh_pg_schema(url)
-
-
 @pytest.fixture
-def replica(tmp_path: Path, policy_stem: Path, store_url: str) -> Iterator[Callable[[str], str]]:
+def replica(tmp_path: Path, policy_stem: Path, shared_store_url: str) -> Iterator[Callable[[str], str]]:
     """start(name) -> base URL of a new replica on the shared store, with its own model folder (no shared disk)."""
     procs: list[subprocess.Popen] = []
 
     def start(name: str) -> str:
-        port = _free_port()
+        port = free_port()
         env = dict(
             os.environ,
             DAGSCHED_API_TOKEN=TOKEN,
             DAGSCHED_MODEL_DIR=str(tmp_path / name / "models"),
             DAGSCHED_SYNC_INTERVAL_S=SYNC_S,
         )
-        cmd = [sys.executable, "-m", "dagsched.service.cli", "serve", "--port", str(port), "--store", store_url,
+        cmd = [sys.executable, "-m", "dagsched.service.cli", "serve", "--port", str(port), "--store", shared_store_url,
                "--model", str(policy_stem), "--log-level", "warning"]  # fmt: skip
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         procs.append(proc)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,17 +12,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .conftest import TOKEN, nodes, workflow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from .conftest import TOKEN, free_port, nodes, workflow
 
 
 def _serve(tmp_path: Path, policy_stem: Path, *extra: str):
-    port = _free_port()
+    port = free_port()
     config = tmp_path / "config.yaml"
     config.write_text("temperature: 0\n")
     env = dict(os.environ, DAGSCHED_API_TOKEN=TOKEN, DAGSCHED_MODEL_DIR=str(tmp_path / "models"))
