@@ -28,6 +28,11 @@ class SimConfig(BaseModel):
     max_migrations: int = Field(1, ge=0, description="overrun migrations allowed per task")
     billing_granularity_s: float = Field(1.0, gt=0, description="billed time is rounded up to a multiple of this")
     billing_minimum_s: float = Field(0.0, ge=0, description="minimum billed time of a node that ran anything")
+    network_contention: bool = Field(
+        False,
+        description="cloud mode: transfers share each node's up-link and down-link max-min fair (sim/network.py); "
+        "a task's inputs are sent once it is placed",
+    )
 
     @model_validator(mode="after")
     def _classic_is_exact(self) -> SimConfig:
@@ -35,6 +40,8 @@ class SimConfig(BaseModel):
             raise ValueError(
                 "classic mode is exact: noise_cv, mtbf_s, straggler_rate_per_h and overrun_factor must be off"
             )
+        if self.classic and self.network_contention:
+            raise ValueError("network_contention is a cloud-mode model: classic mode keeps the textbook free network")
         return self
 
     @property

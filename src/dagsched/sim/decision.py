@@ -205,11 +205,14 @@ class DecisionPoint:
         if len(ready) == 0:
             self._arrival, self._legal, self._wake = np.zeros((0, m)), np.zeros((0, m), dtype=bool), math.inf
             return
-        arrival = np.stack([sim.data_ready_all_s(int(t)) for t in ready])
+        arrival = np.stack(
+            [sim.contended_arrival_s(int(t)) if sim.contention else sim.data_ready_all_s(int(t)) for t in ready]
+        )
         allowed = None if self.cp.allowed is None else self.cp.allowed[ready]
+        # under network contention a task's inputs are sent once it is placed: placing it never waits on them
         self._legal, self._wake = kernels.legality(
             self.now,
-            arrival,
+            np.full_like(arrival, self.now) if sim.contention else arrival,
             sim.requests(ready),
             sim.ever_fits(ready),
             sim.node_up,
@@ -221,7 +224,8 @@ class DecisionPoint:
 
     @property
     def arrival_s(self) -> FloatArray:
-        """(R, m): when each ready task's inputs are on each node."""
+        """(R, m): when each ready task's inputs are on each node; under network contention, the engine's
+        estimate of when they would be were the task placed there now (`Simulator.data_ready_all_s`)."""
         if self._arrival is None:
             self._grids()
         assert self._arrival is not None

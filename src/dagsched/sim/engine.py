@@ -26,13 +26,15 @@ from dagsched.model.compiled import EPS, CompiledProblem
 from dagsched.sim import kernels
 from dagsched.sim.config import SimConfig
 from dagsched.sim.decision import DONE, READY, RUNNING, WAITING, Decision, DecisionPoint, Scheduler
+from dagsched.sim.network import Flow, Network
 from dagsched.sim.slots import NodeTimeline, Timelines
-from dagsched.sim.trace import Attempt, Outage, Slowdown, Trace
+from dagsched.sim.trace import Attempt, Outage, Slowdown, Trace, Transfer
 
 __all__ = ["DONE", "READY", "RUNNING", "WAITING", "Decision", "DecisionPoint", "SchedulingError", "Simulator"]
 
 # Event kinds, in the order they are handled at the same instant.
-FINISH, FAIL, REPAIR, BOOTED, SLOW_END, SLOW_START, ARRIVAL, OVERRUN, WAKE = range(9)
+FINISH, FAIL, REPAIR, BOOTED, SLOW_END, SLOW_START, ARRIVAL, OVERRUN, WAKE, NET = range(10)
+_PROGRESS = (FINISH, REPAIR, BOOTED, ARRIVAL, WAKE, NET)
 
 _VIEWED = (
     "status",
@@ -165,12 +167,19 @@ class Simulator:
         self.n_done = 0
         self.n_decisions = 0
         self.predicted = False  # True in forks: runtimes are the predictions
+        # the contended network (`SimConfig.network_contention`): transfers in flight, and the placed tasks
+        # still waiting for inputs (task -> transfers left); None and empty on the free network
+        self.contention = self.config.network_contention and not self.classic
+        self._net: Network | None = Network(cp) if self.contention else None
+        self._inputs_left: dict[int, int] = {}
+        self._net_version = 0
         self.trace = Trace(
             scheduler="",
             seed=seed,
             classic=self.classic,
             noise_cv=self.config.noise_cv,
             boot_delay=self.config.effective_boot_delay,
+            contention=self.contention,
         )
         self._heap: list[tuple[float, int, int, int, int]] = []
         self._seq = 0
@@ -244,7 +253,7 @@ class Simulator:
 
     def _push(self, at: float, kind: int, payload: int, version: int = 0) -> None:
         self._seq += 1
-        if kind in (FINISH, REPAIR, BOOTED, ARRIVAL, WAKE):
+        if kind in _PROGRESS:
             self._progress_pending += 1
         heapq.heappush(self._heap, (float(at), kind, self._seq, payload, version))
 
@@ -272,7 +281,15 @@ class Simulator:
 
         Once a task is ready its parents' places and finish times no longer change,
         so the vector is computed once, vectorised over parents and nodes.
+
+        Under network contention a task's transfers start when it is placed, so a ready task may be placed on
+        any node now: this is `now` everywhere (what legality reads); `contended_arrival_s` estimates when its
+        inputs would then be there (the decision point's `arrival_s`).
         """
+        if self._net is not None:
+            at_now = np.full(self.cp.n_nodes, self.now)
+            at_now.flags.writeable = False
+            return at_now
         cached = self._arrival.get(t)
         if cached is not None:
             return cached
@@ -281,6 +298,25 @@ class Simulator:
         at.flags.writeable = False
         if self.status[t] == READY:
             self._arrival[t] = at
+        return at
+
+    def contended_arrival_s(self, t: int) -> npt.NDArray[np.float64]:
+        """Under network contention, when ready task t's inputs would be on each node were it placed there now:
+        each transfer on an equal share of every link it crosses with the transfers on it now
+        (`Network.estimate_s`: an estimate, as they may end sooner or others join), never below the free
+        network's time."""
+        net, st = self._net, self._st
+        assert net is not None
+        at = np.full(self.cp.n_nodes, float(self.cp.wf_submit_s[st.task_wf[t]]))
+        for p, d in zip(st.preds[t], st.pred_data[t], strict=True):
+            src = int(self.node_of[p])
+            if src < 0:  # a parent not done yet: unknown
+                at[:] = _INF
+                break
+            one = np.array(net.estimate_all_s(src, d, self.now))
+            one[src] = self.finish_s[p]
+            np.maximum(at, one, out=at)
+        at.flags.writeable = False
         return at
 
     def request(self, t: int) -> tuple[float, float, float]:
@@ -365,6 +401,8 @@ class Simulator:
         fits = self.fitting(tasks, self.free if free is None else free)
         if not len(tasks):
             return fits, _INF
+        if self._net is not None:  # placing a task starts its transfers: nothing to wait for
+            return fits, _INF
         arrival = np.stack([self.data_ready_all_s(int(t)) for t in tasks])
         ok = fits & (arrival <= self.now + 1e-9)
         later = fits & ~ok
@@ -383,12 +421,16 @@ class Simulator:
             self.status[t] == READY
             and (allowed is None or bool(allowed[t, nd]))
             and self.fits_now(t, nd, free)
-            and self.data_ready_all_s(t)[nd] <= self.now + EPS
+            and (self._net is not None or self.data_ready_all_s(t)[nd] <= self.now + EPS)
         )
 
     def predicted_end_s(self, t: int) -> float:
         """When running task t is expected to end, from its prediction (never the hidden truth)."""
         r = self.running[t]
+        if t in self._inputs_left:  # placed, its inputs on their way
+            assert self._net is not None
+            inputs = max((self._net.eta_s(f, self.now) for f in self._net.flows_to(t)), default=self.now)
+            return inputs + float(self.cp.exec_s[t, r.node]) * float(self.slow_factor[r.node])
         expected = r.start + float(self.cp.exec_s[t, r.node]) * float(self.slow_factor[r.node])
         return max(expected, self.now)
 
@@ -419,10 +461,11 @@ class Simulator:
         if not self.fits_now(t, nd):
             name, node = self.cp.task_name(t), self.cp.node_ids[nd]
             raise SchedulingError(f"task '{name}' does not fit node '{node}' at t={self.now:g}")
-        arrival = self.data_ready_s(t, nd)
-        if arrival > self.now + 1e-9:
-            name, node = self.cp.task_name(t), self.cp.node_ids[nd]
-            raise SchedulingError(f"task '{name}' inputs reach node '{node}' only at t={arrival:g}")
+        if self._net is None:
+            arrival = self.data_ready_s(t, nd)
+            if arrival > self.now + 1e-9:
+                name, node = self.cp.task_name(t), self.cp.node_ids[nd]
+                raise SchedulingError(f"task '{name}' inputs reach node '{node}' only at t={arrival:g}")
         req = self.request(t)
         self.free[nd, 0] -= req[0]
         self.free[nd, 1] -= req[1]
@@ -435,18 +478,81 @@ class Simulator:
         self.deferred.discard(t)
         self.status[t] = RUNNING
         self.node_of[t] = nd
-        self.start_s[t] = self.now
         nominal = self._st.exec_s[t][nd] * self._attempt_noise(t)
         self.attempts[t] += 1
         self._version += 1
         run = _Running(nd, self.now, nominal, self.now, self._version, nominal)
         self.running[t] = run
         self.running_on[nd].add(t)
-        self._push(self.now + nominal * self.slow_factor[nd], FINISH, t, run.version)
+        self.start_s[t] = self.now  # placement; execution's start once the inputs are in (`_begin`)
+        self._changed = True
+        if self._net is not None and self._send_inputs(t, nd):
+            return  # it begins when its inputs are on nd (`_net_sync`)
+        self._begin(t)
+
+    def _begin(self, t: int) -> None:
+        """Placed task t's inputs are on its node: it starts executing now."""
+        run = self.running[t]
+        nd = run.node
+        self.start_s[t] = self.now
+        run.start = run.last_update = self.now
+        self._push(self.now + run.work_left * self.slow_factor[nd], FINISH, t, run.version)
         overrun = self.config.overrun_factor
         if overrun and not self.classic and self.migrations[t] < self.config.max_migrations:
             self._push(self.now + overrun * float(self.cp.exec_s[t, nd]), OVERRUN, t, run.version)
-        self._changed = True
+
+    # ---- the contended network ---------------------------------------------------------
+
+    def _send_inputs(self, t: int, nd: int) -> bool:
+        """Start the transfers of t's inputs from other nodes to nd; False when there are none."""
+        net = self._net
+        assert net is not None
+        preds = zip(self._st.preds[t], self._st.pred_data[t], strict=True)
+        senders = [(p, d) for p, d in preds if self.node_of[p] != nd]
+        if not senders:
+            return False
+        net.advance(self.now)
+        for p, d in senders:
+            net.add(p, t, int(self.node_of[p]), nd, d, self.now)
+        self._inputs_left[t] = len(senders)
+        self._net_sync()
+        return True
+
+    def _net_sync(self) -> None:
+        """Bring the network to now: hand over the transfers that are through, reshare, plan the next change."""
+        net = self._net
+        assert net is not None
+        net.advance(self.now)
+        for f in net.arrived(self.now):
+            self._record_transfer(f, True)
+            left = self._inputs_left[f.child] - 1
+            if left:
+                self._inputs_left[f.child] = left
+            else:
+                del self._inputs_left[f.child]
+                self._begin(f.child)
+                self._changed = True
+        net.reshare(self.now)
+        self._net_version += 1
+        at = net.next_change_s()
+        if math.isfinite(at):
+            self._push(max(at, self.now), NET, 0, self._net_version)
+
+    def _record_transfer(self, f: Flow, arrived: bool) -> None:
+        self.trace.transfers.append(
+            Transfer(f.parent, f.child, f.src, f.dst, f.data_bytes, f.start_s, self.now, arrived)
+        )
+
+    def _cancel_inputs(self, t: int) -> None:
+        """Placed task t leaves its node before its inputs arrived: its transfers stop."""
+        net = self._net
+        assert net is not None
+        del self._inputs_left[t]
+        net.advance(self.now)
+        for f in net.flows_to(t):
+            net.remove(f)
+            self._record_transfer(f, False)
+        self._net_sync()
 
     def _stop(self, t: int, outcome: str) -> None:
         run = self.running.pop(t)
@@ -456,7 +562,10 @@ class Simulator:
         self.free[nd, 0] += req[0]
         self.free[nd, 1] += req[1]
         self.free[nd, 2] += req[2]
-        self.trace.attempts.append(Attempt(t, nd, run.start, self.now, outcome, run.nominal_s))  # type: ignore[arg-type]
+        if t in self._inputs_left:  # it never began: no attempt, its transfers stop
+            self._cancel_inputs(t)
+        else:
+            self.trace.attempts.append(Attempt(t, nd, run.start, self.now, outcome, run.nominal_s))  # type: ignore[arg-type]
         self._changed = True
         if outcome == "done":
             self.status[t] = DONE
@@ -485,6 +594,8 @@ class Simulator:
     def _rescale(self, nd: int, factor: float) -> None:
         """Change node nd's slowdown factor, moving the finish events of its running tasks."""
         for t in self.running_on[nd]:
+            if t in self._inputs_left:  # not executing yet
+                continue
             run = self.running[t]
             run.work_left -= (self.now - run.last_update) / self.slow_factor[nd]
             run.last_update = self.now
@@ -496,7 +607,7 @@ class Simulator:
     # ---- the event loop ----------------------------------------------------------------
 
     def _handle(self, kind: int, payload: int, version: int) -> None:
-        if kind in (FINISH, REPAIR, BOOTED, ARRIVAL, WAKE):
+        if kind in _PROGRESS:
             self._progress_pending -= 1
         if kind == FINISH:
             run = self.running.get(payload)
@@ -553,6 +664,8 @@ class Simulator:
         elif kind == WAKE and self._wake_pending == self.now:
             self._wake_pending = None
             self._changed = True
+        elif kind == NET and version == self._net_version:
+            self._net_sync()
 
     def step(self) -> bool:
         """Handle every event of the next instant; False when nothing is left to do."""
@@ -791,8 +904,17 @@ class Simulator:
         f.n_decisions = 0
         f.predicted = True
         f.trace = Trace(
-            scheduler="", seed=self.seed, classic=self.classic, noise_cv=0.0, boot_delay=self.trace.boot_delay
+            scheduler="",
+            seed=self.seed,
+            classic=self.classic,
+            noise_cv=0.0,
+            boot_delay=self.trace.boot_delay,
+            contention=self.contention,
         )
+        f.contention = self.contention
+        f._net = None if self._net is None else self._net.copy()
+        f._inputs_left = dict(self._inputs_left)
+        f._net_version = 0
         f._noise = self._noise  # never read in predicted mode
         f._sigma2 = 0.0
         f._retry_rng = self._retry_rng
@@ -814,6 +936,10 @@ class Simulator:
         f.running = {}
         for t, run in self.running.items():
             f._version += 1
+            if t in self._inputs_left:  # placed, waiting for its inputs: begins in the fork when they arrive
+                exec_s = float(self.cp.exec_s[t, run.node])
+                f.running[t] = _Running(run.node, run.start, exec_s, self.now, f._version, exec_s)
+                continue
             predicted_left = max(float(self.cp.exec_s[t, run.node]) - (self.now - run.start), 0.0)
             f.running[t] = _Running(
                 run.node, run.start, predicted_left, self.now, f._version, float(self.cp.exec_s[t, run.node])
@@ -824,5 +950,7 @@ class Simulator:
         for nd in range(self.cp.n_nodes):
             if self.node_up[nd] and self.node_available_s[nd] > self.now:
                 f._push(float(self.node_available_s[nd]), BOOTED, nd)
+        if f._net is not None and f._net.flows:
+            f._net_sync()
         # a down node stays down in the fork: its repair time is hidden truth
         return f

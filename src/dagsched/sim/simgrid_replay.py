@@ -20,6 +20,10 @@ What SimGrid is asked to do, per problem:
   the one before it on the node to have started), each as soon as its inputs are on the node and its
   request fits the node's free room (one slot per node in classic mode). That is the only decision
   the replay makes, and dagsched's `OrderReplay` makes the same one; the timings are SimGrid's.
+- with `fetch_on_place` (dagsched's `network_contention` model): a transfer starts when its child is
+  placed rather than when its parent ends. The dispatcher places a task (takes its request) once its
+  parents are done, it fits and the task before it on the node is placed; the task's actor then sends
+  every input from another node at once (`Comm.sendto_async`), waits for all, and executes.
 
 Output: per problem, the start and finish of every task (SimGrid's clock).
 """
@@ -111,6 +115,10 @@ class _Problem:
             n_in[dst] += 1
         self.n_in = n_in
         self.queues: list[list[int]] = p["queues"]
+        self.fetch_on_place = bool(p.get("fetch_on_place", False))
+        self.parents: list[list[tuple[int, float]]] = [[] for _ in self.node]
+        for src, dst, data in p["edges"]:
+            self.parents[dst].append((src, data))
         self.cap: list[list[float]] = p["cap"]
         self.start = [float("nan")] * len(self.node)
         self.finish = [float("nan")] * len(self.node)
@@ -191,6 +199,14 @@ class _Problem:
 
     def _task(self, t: int) -> None:
         sg, nd = self.sg, self.node[t]
+        if self.fetch_on_place:  # placed now: fetch the inputs from other nodes, all at once
+            comms = [
+                sg.Comm.sendto_async(self.hosts[self.node[p]], self.hosts[nd], int(round(data)))
+                for p, data in self.parents[t]
+                if self.node[p] != nd
+            ]
+            for comm in comms:
+                comm.wait()
         self.start[t] = self.engine.clock
         sg.this_actor.execute(self.work_s[t] * self.speed[nd])
         self.finish[t] = self.engine.clock
@@ -198,9 +214,14 @@ class _Problem:
             dst = self.node[c]
             if dst == nd:
                 self.mailboxes[nd].put(("in", c), 0)
+            elif self.fetch_on_place:  # the notice is "parent done", handed over at the child's node (no latency)
+                sg.Actor.create(f"n{t}-{c}", self.hosts[dst], self._notify, dst, c)
             else:  # the transfer's actor lives at the receiver, so its notice to the dispatcher is local
                 sg.Actor.create(f"x{t}-{c}", self.hosts[dst], self._transfer, nd, dst, data, c)
         self.mailboxes[nd].put(("done", t), 0)
+
+    def _notify(self, dst: int, c: int) -> None:
+        self.mailboxes[dst].put(("in", c), 0)
 
     def _transfer(self, src: int, dst: int, data: float, c: int) -> None:
         # SimGrid takes whole bytes: a fractional size is rounded (at most half a byte, far below 1e-9 relative)

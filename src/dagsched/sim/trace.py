@@ -51,6 +51,23 @@ class Slowdown:
     factor: float
 
 
+@dataclass(frozen=True, slots=True)
+class Transfer:
+    """A transfer of the contended network (`SimConfig.network_contention`): the bytes of the edge
+    parent -> child, from node `src` to node `dst`, started at `start` (when the child was placed on `dst`,
+    its parent having ended) and through at `end`; `arrived` False: cancelled at `end` (its destination
+    failed before the child began)."""
+
+    parent: int
+    child: int
+    src: int
+    dst: int
+    data_bytes: float
+    start: float
+    end: float
+    arrived: bool = True
+
+
 @dataclass
 class Trace:
     """The full record of a run."""
@@ -64,3 +81,5 @@ class Trace:
     outages: list[Outage] = field(default_factory=list)
     slowdowns: list[Slowdown] = field(default_factory=list)
     decision_latency_s: list[float] = field(default_factory=list)
+    contention: bool = False  # transfers shared the nodes' links max-min fair (`SimConfig.network_contention`)
+    transfers: list[Transfer] = field(default_factory=list)  # each transfer, in end order (contention only)

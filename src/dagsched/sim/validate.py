@@ -13,6 +13,13 @@ brackets, then names the task (`cp.task_name`), the node (`cp.node_ids`) and the
 - `[precedence]`   no attempt starts before every parent's done attempt ends.
 - `[data-arrival]` ...nor before the parent's data arrives: `data / bandwidth + latency` after the
                    parent's end when the parent ran on another node, nothing on the same node.
+                   With network contention (`trace.contention`): before the end of a transfer the trace
+                   records for that edge to that node, which started no earlier than the parent's end,
+                   from the parent's node, and took at least the free network's `latency + data / bandwidth`.
+- `[network]`      with network contention: every recorded transfer's end is what max-min fair sharing of
+                   the nodes' up-links and down-links (and the pairs' own links) gives from the recorded
+                   starts and sizes (recomputed here by its own progressive filling, not the engine's);
+                   a cancelled transfer leaves the network at its recorded end.
 - `[capacity]`     at every instant the summed (cpu, mem, gpu) requests of the attempts running on a
                    node fit its capacity; intervals are half-open, so one ending and one starting at
                    the same instant do not overlap.
@@ -95,6 +102,8 @@ def validate_trace(
     done = _check_attempts_per_task(ctx, attempts, by_task, violations)
     _check_lost(ctx, attempts, by_task, done, violations)
     _check_precedence(ctx, attempts, done, violations)
+    if trace.contention:
+        _check_network(ctx, violations)
     by_node = _group(attempts, lambda a: a.node)
     if trace.classic:
         _check_exclusive(ctx, attempts, by_node, violations)
@@ -272,12 +281,121 @@ def _check_precedence(ctx: _Context, attempts: list[Attempt], done: dict[int, At
             if tol.lt(a.start, parent.end):
                 out.append(f"[precedence] {ctx.attempt(a)} starts before its parent {ctx.attempt(parent)} ends")
                 continue
+            if ctx.trace.contention:
+                if parent.node != a.node:
+                    _check_transfer(ctx, a, parent, pred_data[k], out)
+                continue
             arrival = parent.end + cp.comm_s(pred_data[k], parent.node, a.node)
             if tol.lt(a.start, arrival):
                 out.append(
                     f"[data-arrival] {ctx.attempt(a)} starts before the {_s(pred_data[k])} bytes from its parent "
                     f"{ctx.attempt(parent)} arrive at {_s(arrival)}s"
                 )
+
+
+def _check_transfer(ctx: _Context, a: Attempt, parent: Attempt, data: float, out: list[str]) -> None:
+    """Contention: a recorded transfer brought the parent's data to the attempt's node before it started."""
+    tol = ctx.tol
+    fits = [
+        x
+        for x in ctx.trace.transfers
+        if x.parent == parent.task
+        and x.child == a.task
+        and x.dst == a.node
+        and x.arrived
+        and not tol.lt(a.start, x.end)
+    ]
+    if not fits:
+        out.append(
+            f"[data-arrival] {ctx.attempt(a)} starts before any recorded transfer brought the {_s(data)} bytes "
+            f"of its parent {ctx.attempt(parent)}"
+        )
+        return
+    x = max(fits, key=lambda x: x.end)
+    bound = x.start + ctx.cp.comm_s(data, parent.node, a.node)
+    if x.src != parent.node or tol.lt(x.start, parent.end) or tol.lt(x.end, bound) or x.data_bytes != data:
+        out.append(
+            f"[data-arrival] the transfer to {ctx.attempt(a)} of its parent {ctx.attempt(parent)}'s "
+            f"{_s(data)} bytes over [{_s(x.start)}, {_s(x.end)})s from {ctx.node(x.src)} is impossible: it must "
+            f"leave the parent's node after the parent ends and take at least {_s(bound - x.start)}s"
+        )
+
+
+def _check_network(ctx: _Context, out: list[str]) -> None:
+    """Contention: replay the recorded transfers on max-min fair links; each ends when the trace says."""
+    cp, transfers = ctx.cp, ctx.trace.transfers
+    nodes = cp.problem.cluster.nodes
+    m = len(nodes)
+    capacity: dict[tuple[str, int, int], float] = {("up", i, -1): float(n.bandwidth) for i, n in enumerate(nodes)}
+    capacity.update({("down", i, -1): float(n.bandwidth) for i, n in enumerate(nodes)})
+    index = {nid: i for i, nid in enumerate(cp.node_ids)}
+    for link in cp.problem.cluster.links:  # a pair's own link, both directions on it; the last entry wins
+        capacity[("pair", min(index[link.a], index[link.b]), max(index[link.a], index[link.b]))] = float(link.bandwidth)
+
+    def links_of(src: int, dst: int) -> list[tuple[str, int, int]]:
+        pair = ("pair", min(src, dst), max(src, dst))
+        return [pair] if pair in capacity else [("up", src, -1), ("down", dst, -1)]
+
+    for i, x in enumerate(transfers):
+        if not (0 <= x.src < m and 0 <= x.dst < m and x.src != x.dst and x.data_bytes >= 0):
+            out.append(f"[network] transfers[{i}]: malformed transfer {x!r}")
+            return
+    lat = cp.latency_s
+    # every transfer joins the sharing at start + latency with its bytes; a cancelled one leaves at its end
+    joins = sorted(range(len(transfers)), key=lambda i: (transfers[i].start + lat, i))
+    bytes_left = {i: float(transfers[i].data_bytes) for i in range(len(transfers))}
+    computed: dict[int, float] = {}
+    active: list[int] = []
+    clock, nxt = 0.0, 0
+    while nxt < len(joins) or active:
+        # water-filling: every unfixed transfer's rate rises together until a link is full
+        rate: dict[int, float] = {}
+        room = dict(capacity)
+        while len(rate) < len(active):
+            load: dict[tuple[str, int, int], int] = defaultdict(int)
+            for i in active:
+                if i not in rate:
+                    for lk in links_of(transfers[i].src, transfers[i].dst):
+                        load[lk] += 1
+            level = min(room[lk] / n for lk, n in load.items())
+            saturated = {lk for lk, n in load.items() if room[lk] / n <= level}
+            for i in active:
+                if i not in rate and saturated & set(links_of(transfers[i].src, transfers[i].dst)):
+                    rate[i] = level
+            room = dict(capacity)
+            for i, r in rate.items():
+                for lk in links_of(transfers[i].src, transfers[i].dst):
+                    room[lk] -= r
+        horizon = transfers[joins[nxt]].start + lat if nxt < len(joins) else math.inf
+        for i in active:
+            x = transfers[i]
+            horizon = min(horizon, x.end if not x.arrived else clock + bytes_left[i] / rate[i])
+        for i in active:
+            bytes_left[i] -= rate[i] * (horizon - clock)
+        clock = horizon
+        still = []
+        for i in active:
+            x = transfers[i]
+            through = x.arrived and (clock + bytes_left[i] / rate[i] <= clock or bytes_left[i] <= 1e-12 * x.data_bytes)
+            if through:
+                computed[i] = clock
+            elif x.arrived or x.end > clock:
+                still.append(i)
+        active = still
+        while nxt < len(joins) and transfers[joins[nxt]].start + lat <= clock:
+            i = joins[nxt]
+            nxt += 1
+            if transfers[i].data_bytes == 0 and transfers[i].arrived:
+                computed[i] = clock
+            elif transfers[i].arrived or transfers[i].end > clock:
+                active.append(i)
+    for i, x in enumerate(transfers):
+        if x.arrived and not ctx.tol.close(computed.get(i, math.inf), x.end):
+            out.append(
+                f"[network] the transfer of {ctx.task(x.parent)}'s {_s(x.data_bytes)} bytes to {ctx.task(x.child)} "
+                f"from {ctx.node(x.src)} to {ctx.node(x.dst)}, started at {_s(x.start)}s, ends at {_s(x.end)}s in "
+                f"the trace but at {_s(computed.get(i, math.inf))}s when the links are shared max-min fair"
+            )
 
 
 # --- rules: capacity and classic exclusivity ---------------------------------------------------
