@@ -60,7 +60,13 @@ def _is_classic_file(path: Path) -> bool:
 
 
 def sim_config(
-    classic: bool, noise_cv: float, mtbf: float | None, mttr: float | None, stragglers: float, overrun: float | None
+    classic: bool,
+    noise_cv: float,
+    mtbf: float | None,
+    mttr: float | None,
+    stragglers: float,
+    overrun: float | None,
+    contention: bool = False,
 ):  # -> SimConfig
     from pydantic import ValidationError
 
@@ -75,6 +81,7 @@ def sim_config(
             mttr_s=mttr,
             straggler_rate_per_h=stragglers,
             overrun_factor=overrun,
+            network_contention=contention,
         )
     except ValidationError as err:
         raise from_pydantic(err, "config") from None
@@ -171,6 +178,9 @@ def simulate(
     mttr: MttrOpt = 600.0,
     stragglers: StragOpt = 0.0,
     overrun: OverrunOpt = None,
+    contention: Annotated[
+        bool, typer.Option("--contention", help="cloud mode: transfers share the nodes' links max-min fair")
+    ] = False,
     gantt: Annotated[Path | None, typer.Option(help="write a Gantt chart PNG")] = None,
     trace: Annotated[Path | None, typer.Option(help="write the trace (.json or .csv)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
@@ -181,7 +191,7 @@ def simulate(
 
     try:
         cp = load_compiled(workflow, cluster)
-        config = sim_config(_mode(classic, workflow), noise_cv, mtbf, mttr, stragglers, overrun)
+        config = sim_config(_mode(classic, workflow), noise_cv, mtbf, mttr, stragglers, overrun, contention)
         from dagsched.schedulers import make_scheduler
 
         sched = make_scheduler(scheduler)

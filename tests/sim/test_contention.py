@@ -208,3 +208,27 @@ def test_forks_carry_the_transfers_in_flight() -> None:
     trace = fork.run(fork_pin)
     starts = {cp.task_name(a.task): a.start for a in trace.attempts}
     assert starts["c3"] == pytest.approx(5.0) and starts["c1"] == pytest.approx(6.0)
+
+
+def test_cli_simulate_contention(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`dagsched simulate --contention` runs the contended network (a valid trace, makespan no shorter on etl_star);
+    with --classic it is refused with the field named."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from dagsched.cli import app
+    from dagsched.io import write_workflow
+
+    path = tmp_path / "etl.yaml"
+    write_workflow(generate_workflow("etl_star", 30, seed=1), path)
+    runner = CliRunner()
+    base = ["simulate", "-w", str(path), "-c", "hetero-16", "--cloud", "--json"]
+    free = runner.invoke(app, base)
+    contended = runner.invoke(app, [*base, "--contention"])
+    assert free.exit_code == 0 and contended.exit_code == 0, contended.output
+    free_out, cont_out = json.loads(free.stdout), json.loads(contended.stdout)
+    assert cont_out["valid"] is True
+    assert cont_out["makespan"] > free_out["makespan"]
+    refused = runner.invoke(app, ["simulate", "-w", str(path), "-c", "hetero-16", "--classic", "--contention"])
+    assert refused.exit_code == 2 and "network_contention" in refused.output
