@@ -3,6 +3,7 @@ naming the field and the fault. Bounded (`FUZZ_EXAMPLES` per operation) so that 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import schemathesis
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import positive_data_acceptance
@@ -20,29 +22,42 @@ from schemathesis.checks import positive_data_acceptance
 from dagsched.service.app import create_app
 from dagsched.service.settings import Settings
 
-from .conftest import AUTH, TOKEN, save_tiny_policy
+from .conftest import AUTH, TOKEN, fresh_pg_schema, pg_url, save_tiny_policy
 
 FUZZ_EXAMPLES = int(os.environ.get("DAGSCHED_FUZZ_EXAMPLES", "25"))
 
 
 _TMP = Path(tempfile.mkdtemp(prefix="dagsched-fuzz-"))
-APP = create_app(
-    Settings(
-        store_url=f"sqlite:///{_TMP / 'fuzz.sqlite'}",
-        model_path=save_tiny_policy(_TMP / "tiny", seed=0, version="tiny-v1"),
-        model_dir=_TMP / "models",
-        api_token=TOKEN,
-        environment="fuzz",
-        sync_interval_s=0,
+_POLICY = save_tiny_policy(_TMP / "tiny", seed=0, version="tiny-v1")
+
+
+def _app(store_url: str, models: str) -> FastAPI:
+    return create_app(
+        Settings(
+            store_url=store_url,
+            model_path=_POLICY,
+            model_dir=_TMP / models,
+            api_token=TOKEN,
+            environment="fuzz",
+            sync_interval_s=0,
+        )
     )
-)
+
+
+APP = _app(f"sqlite:///{_TMP / 'fuzz.sqlite'}", "models")
+_PG = pg_url()
+APP_PG = _app(fresh_pg_schema(_PG), "models-pg") if _PG else None  # the real PostgreSQL when CI has one
 # the spec is read at collection (no state needed for it); the calls need the lifespan's state: `running`
 schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
+schema_pg = schemathesis.openapi.from_asgi("/openapi.json", APP_PG) if APP_PG is not None else None
 
 
 @pytest.fixture(scope="module", autouse=True)
 def running() -> Iterator[None]:
-    with TestClient(APP):  # runs the lifespan: the state the routes need
+    with contextlib.ExitStack() as stack:
+        for app in (APP, APP_PG):
+            if app is not None:
+                stack.enter_context(TestClient(app))  # runs the lifespan: the state the routes need
         yield
         report = os.environ.get("DAGSCHED_FUZZ_REPORT")  # the figures for a note: requests sent, by status
         if report:
@@ -92,3 +107,20 @@ def test_fuzz_without_a_token(case) -> None:
     response = case.call()
     case.validate_response(response, excluded_checks=EXCLUDED)
     _names_the_field_and_fault(response)
+
+
+if schema_pg is not None:  # the same fuzzing against the real PostgreSQL store (defined only when CI has one)
+
+    @schema_pg.parametrize()
+    @FUZZ
+    def test_fuzz_on_postgresql_with_the_token(case) -> None:
+        response = case.call(headers=AUTH)
+        case.validate_response(response, excluded_checks=EXCLUDED)
+        _names_the_field_and_fault(response)
+
+    @schema_pg.parametrize()
+    @FUZZ
+    def test_fuzz_on_postgresql_without_a_token(case) -> None:
+        response = case.call()
+        case.validate_response(response, excluded_checks=EXCLUDED)
+        _names_the_field_and_fault(response)
