@@ -6,6 +6,10 @@ dagsched (`OrderReplay`) and in SimGrid (`dagsched.sim.simgrid_replay`); see doc
   cloud         several tasks per node, hidden noise CV 0.2, dedicated links in both
   cloud/shared  the same dagsched run, but SimGrid's links shared max-min fair (sender's up-link, receiver's
                 down-link): how far dagsched's contention-free network is from SimGrid's default model
+  contention    the cloud run's placement replayed with dagsched's `network_contention` and in SimGrid on the
+                same shared links (transfers start when their child is placed, in both): must agree
+Then, per family, how much contention moves makespans against the free network: on the same placement and
+order (the cloud run's, replayed), and with the scheduler run again under contention (it sees the estimates).
 Families: the four generated ones at 100 and 500 tasks, and the real WfCommons traces up to --max-tasks.
 Run: .venv/bin/python benchmarks/bench_simgrid.py [--max-tasks 1000] [--cluster hetero-16]
 """
@@ -26,10 +30,13 @@ from dagsched.sim.config import SimConfig
 from dagsched.sim.crosscheck import Comparison, cross_check
 from dagsched.sim.simgrid_replay import simgrid_unavailable_reason
 
+CLOUD = SimConfig(noise_cv=0.2)
+CONTENDED = SimConfig(noise_cv=0.2, network_contention=True)
 MODES: dict[str, tuple[SimConfig, bool]] = {
     "classic": (SimConfig(classic=True), False),
-    "cloud": (SimConfig(noise_cv=0.2), False),
-    "cloud/shared": (SimConfig(noise_cv=0.2), True),
+    "cloud": (CLOUD, False),
+    "cloud/shared": (CLOUD, True),
+    "contention": (CONTENDED, True),
 }
 
 
@@ -69,9 +76,11 @@ def main() -> None:
         "makespan x: largest SimGrid / dagsched makespan\n"
     )
     table: dict[str, dict[str, list[Comparison]]] = defaultdict(dict)
+    rerun: dict[str, list[float]] = defaultdict(list)  # per family: scheduler's makespan, contended / free
     for mode, (config, shared) in MODES.items():
         t0 = time.perf_counter()
-        runs = [(cp, simulate(cp, make_scheduler(args.scheduler), config, seed=1).trace) for _, cp in probs]
+        run_config = CLOUD if mode == "contention" else config  # contention replays the cloud run's placement
+        runs = [(cp, simulate(cp, make_scheduler(args.scheduler), run_config, seed=1).trace) for _, cp in probs]
         comparisons = cross_check(runs, config, seed=1, contention=shared)
         by_family: dict[str, list[Comparison]] = defaultdict(list)
         for (family, _), c in zip(probs, comparisons, strict=True):
@@ -79,6 +88,12 @@ def main() -> None:
         for family, cs in by_family.items():
             table[family][mode] = cs
         print(f"  ({mode}: {time.perf_counter() - t0:.1f} s)")
+    t0 = time.perf_counter()
+    for family, cp in probs:
+        free = simulate(cp, make_scheduler(args.scheduler), CLOUD, seed=1).metrics.makespan
+        contended = simulate(cp, make_scheduler(args.scheduler), CONTENDED, seed=1).metrics.makespan
+        rerun[family].append(contended / free)
+    print(f"  ({args.scheduler} re-run under contention: {time.perf_counter() - t0:.1f} s)")
     print()
     header = f"{'family':<18}{'problems':>9}{'tasks':>8}"
     for mode in MODES:
@@ -91,6 +106,21 @@ def main() -> None:
             row += f"{max(c.max_rel_finish for c in modes[mode]):>22.2e}"
             row += f"{max(c.makespan_simgrid_s / c.makespan_dagsched_s for c in modes[mode]):>24.4f}"
         print(row)
+    print(
+        f"\ncontention against the free network, makespan ratios (min / median / max over the family's problems):\n"
+        f"{'family':<18}{'same placement':>30}{args.scheduler + ' re-run':>30}"
+    )
+    for family, modes in table.items():
+        same = sorted(
+            c.makespan_dagsched_s / f.makespan_dagsched_s
+            for c, f in zip(modes["contention"], modes["cloud"], strict=True)
+        )
+        again = sorted(rerun[family])
+        print(f"{family:<18}{_spread(same):>30}{_spread(again):>30}")
+
+
+def _spread(xs: list[float]) -> str:
+    return f"{xs[0]:.3f} / {xs[len(xs) // 2]:.3f} / {xs[-1]:.3f}"
 
 
 if __name__ == "__main__":
