@@ -13,7 +13,7 @@ from dagsched.io import read_workflow, write_workflow
 from dagsched.model import Edge, Task, Workflow
 
 # Any Unicode scalar except surrogates (which no UTF-8 file can hold).
-text = st.text(st.characters(codec="utf-8"), min_size=1, max_size=6)
+text = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1, max_size=6)  # ids hold no NUL
 amount = st.floats(min_value=0.0, max_value=1e15, allow_nan=False, allow_infinity=False)
 labels = st.dictionaries(text, st.text(st.characters(codec="utf-8"), max_size=6), max_size=2)
 

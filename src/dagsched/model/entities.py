@@ -10,14 +10,23 @@ from __future__ import annotations
 from operator import attrgetter
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from dagsched.model.errors import InputError
 
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
-Identifier = Annotated[str, Field(min_length=1, max_length=256)]
+
+
+def no_nul(value: str) -> str:
+    """Refuse a NUL character in an id: PostgreSQL text cannot hold one (the decision store), and no real id has one."""
+    if "\x00" in value:
+        raise ValueError("contains a NUL character")
+    return value
+
+
+Identifier = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(no_nul)]
 """Task, node and workflow ids: 256 characters at most (the decision store's columns; no real id comes near)."""
 
 RESOURCES = ("cpu", "mem", "gpu")

@@ -25,7 +25,7 @@ def _body(errors: list[dict[str, str]], status: int) -> JSONResponse:
 def install(app: FastAPI) -> None:
     @app.exception_handler(InputError)
     async def _input_error(_: Request, err: InputError) -> JSONResponse:
-        return _body([{"field": err.field, "msg": err.fault}], 422)
+        return _body([{"field": err.field or "body", "msg": err.fault}], 422)  # an empty key names no field
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, err: RequestValidationError) -> JSONResponse:
@@ -94,7 +94,7 @@ ERROR_SCHEMA: dict[str, Any] = {
 }
 _ERROR_REF = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
 _WHY = {
-    "400": "malformed JSON",
+    "400": "malformed JSON, or a NUL character in the path or query",
     "401": "missing or wrong bearer token",
     "403": "mutating routes are disabled: no token configured on the server",
     "404": "no such plan (or file)",
@@ -125,9 +125,9 @@ def document_errors(app: FastAPI, authorized: set[tuple[str, str]]) -> None:
                 codes = []
                 has_body = "requestBody" in op
                 if op.get("parameters") or has_body:
-                    codes.append("422")
+                    codes += ["400", "422"]
                 if has_body:
-                    codes += ["400", "413", "415"]
+                    codes += ["413", "415"]
                 if any(p.get("in") == "path" for p in op.get("parameters", [])):
                     codes.append("404")
                 if (path, method.upper()) in authorized:

@@ -34,6 +34,13 @@ class LimitsAndMetrics:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        query = scope.get("query_string", b"").lower()
+        nul_in = "path" if "\x00" in scope["path"] else "query" if b"%00" in query else None
+        if nul_in is not None:  # no id has a NUL, and PostgreSQL text cannot hold one
+            status = {"code": 400, "started": False}
+            await self._answer(send, 400, f"{nul_in}: contains a NUL character", status)
+            self._count(scope, 400)
+            return
         limit = self.max_upload if scope["path"] == UPLOAD_PATH else self.max_body
         status = {"code": 500, "started": False}
 

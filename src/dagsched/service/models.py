@@ -130,6 +130,9 @@ class ModelManager:
             raise InputError("metadata", f"not valid JSON: {err}") from None
         if not isinstance(meta, dict):
             raise InputError("metadata", f"expected a JSON object, got {type(meta).__name__}")
+        version = _version(meta)
+        if len(version) > 128 or any(ord(c) < 32 or ord(c) == 127 for c in version):
+            raise InputError("metadata", "version: at most 128 printable characters (it is stored and shown)")
         if not self.available():
             raise InputError("weights", "this build has no DRL scheduler to run the policy")
         from safetensors import SafetensorError

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dagsched.model.entities import Identifier
 from dagsched.sim.objective import ObjectiveWeights
 
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -32,7 +33,7 @@ class FreeCapacity(_Body):
 class NodeState(_Body):
     """One node as the caller sees it now."""
 
-    id: Annotated[str, Field(min_length=1, max_length=256)]
+    id: Identifier
     cpu: Positive = Field(description="total cores")
     mem: NonNegative = Field(0.0, description="total GiB")
     gpu: Annotated[int, Field(ge=0)] = 0
@@ -105,10 +106,10 @@ EventKind = Literal["task_started", "task_finished", "task_failed", "task_overra
 class EventRequest(_Body):
     """Something that happened to a plan's tasks or nodes; times in seconds from the plan's start."""
 
-    plan_id: Annotated[str, Field(min_length=1)]
+    plan_id: Annotated[Identifier, Field(max_length=64)]
     kind: EventKind
-    task: str | None = None
-    node: str | None = None
+    task: Identifier | None = None
+    node: Identifier | None = None
     at: NonNegative = Field(description="seconds since the plan started")
     elapsed_s: NonNegative | None = Field(None, description="task_overran: how long the task has run so far")
 
