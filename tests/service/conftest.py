@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -130,3 +134,39 @@ def shared_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if url is None:
         pytest.skip("DAGSCHED_TEST_PG_URL is not set (deploy/ci-postgres.sh starts a PostgreSQL and prints one)")
     return fresh_pg_schema(url)
+
+
+def start_server(
+    store: str,
+    policy_stem: Path,
+    model_dir: Path,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    ready: str = "/readyz",
+    timeout_s: float = 120.0,
+    new_session: bool = False,
+) -> tuple[str, subprocess.Popen]:
+    """`dagsched serve` on a free loopback port with the test token, `store` and `policy_stem`, its models in
+    `model_dir` (+ `extra` flags and `env`), its output in `model_dir`'s parent as serve-<port>.log; returns
+    (base URL, process) once `ready` answers 200. `new_session`: its own process group (to kill it with workers)."""
+    port = free_port()
+    log = model_dir.parent / f"serve-{port}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "dagsched.service.cli", "serve", "--port", str(port), "--store", store,
+           "--model", str(policy_stem), "--log-level", "warning", *extra]  # fmt: skip
+    full_env = dict(os.environ, DAGSCHED_API_TOKEN=TOKEN, DAGSCHED_MODEL_DIR=str(model_dir), **(env or {}))
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, env=full_env, stdout=out, stderr=subprocess.STDOUT, start_new_session=new_session)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"the server exited at start: {log.read_text(errors='replace')[-2000:]}")
+        try:
+            if httpx.get(f"{base}{ready}", timeout=1).status_code == 200:
+                return base, proc
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    proc.kill()
+    raise AssertionError(f"the server did not start within {timeout_s:g} s")

@@ -8,7 +8,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -17,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .conftest import AUTH, TOKEN, free_port, nodes, save_tiny_policy, workflow
+from .conftest import AUTH, nodes, save_tiny_policy, start_server, workflow
 
 
 @pytest.fixture
@@ -28,25 +27,12 @@ def server(
     procs: list[subprocess.Popen] = []
 
     def start(workers: int = 1) -> tuple[str, subprocess.Popen]:
-        port = free_port()
-        env = dict(os.environ, DAGSCHED_API_TOKEN=TOKEN, DAGSCHED_MODEL_DIR=str(tmp_path / "models"),
-                   DAGSCHED_SYNC_INTERVAL_S="0.5")  # fmt: skip
-        cmd = [sys.executable, "-m", "dagsched.service.cli", "serve", "--port", str(port), "--store", shared_store_url,
-               "--model", str(policy_stem), "--log-level", "warning", "--workers", str(workers)]  # fmt: skip
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)  # fmt: skip
+        base, proc = start_server(
+            shared_store_url, policy_stem, tmp_path / "models", "--workers", str(workers),
+            env={"DAGSCHED_SYNC_INTERVAL_S": "0.5"}, new_session=True,
+        )  # fmt: skip
         procs.append(proc)
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, "the server exited at start"
-            try:
-                if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
-                    return base, proc
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        raise AssertionError("the server did not start within 120 s")
+        return base, proc
 
     yield start
     for proc in procs:

@@ -4,9 +4,7 @@ DAGSCHED_TEST_PG_URL is set, as .ci/run does)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .conftest import AUTH, TOKEN, free_port, nodes, save_tiny_policy, workflow
+from .conftest import AUTH, nodes, save_tiny_policy, start_server, workflow
 
 SYNC_S = "0.2"
 
@@ -25,29 +23,12 @@ def replica(tmp_path: Path, policy_stem: Path, shared_store_url: str) -> Iterato
     procs: list[subprocess.Popen] = []
 
     def start(name: str) -> str:
-        port = free_port()
-        env = dict(
-            os.environ,
-            DAGSCHED_API_TOKEN=TOKEN,
-            DAGSCHED_MODEL_DIR=str(tmp_path / name / "models"),
-            DAGSCHED_SYNC_INTERVAL_S=SYNC_S,
-        )
-        cmd = [sys.executable, "-m", "dagsched.service.cli", "serve", "--port", str(port), "--store", shared_store_url,
-               "--model", str(policy_stem), "--log-level", "warning"]  # fmt: skip
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        base, proc = start_server(
+            shared_store_url, policy_stem, tmp_path / name / "models", env={"DAGSCHED_SYNC_INTERVAL_S": SYNC_S},
+            timeout_s=90,
+        )  # fmt: skip
         procs.append(proc)
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise AssertionError(f"replica {name} exited: {proc.stdout.read().decode() if proc.stdout else ''}")
-            try:
-                if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
-                    return base
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        raise AssertionError(f"replica {name} did not start within 90 s")
+        return base
 
     yield start
     for proc in procs:

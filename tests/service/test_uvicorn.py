@@ -2,41 +2,24 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from .conftest import TOKEN, free_port, nodes, workflow
+from .conftest import nodes, start_server, workflow
 
 
 def _serve(tmp_path: Path, policy_stem: Path, *extra: str):
-    port = free_port()
     config = tmp_path / "config.yaml"
     config.write_text("temperature: 0\n")
-    env = dict(os.environ, DAGSCHED_API_TOKEN=TOKEN, DAGSCHED_MODEL_DIR=str(tmp_path / "models"))
     store = f"sqlite:///{tmp_path / 's.sqlite'}"
-    cmd = [sys.executable, "-m", "dagsched.service.cli", "serve", "--port", str(port), "--config", str(config),
-           "--store", store, "--model", str(policy_stem), "--log-level", "warning", *extra]  # fmt: skip
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"server exited: {proc.stdout.read().decode() if proc.stdout else ''}")
-        try:
-            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    else:
-        proc.kill()
-        raise AssertionError("server did not start within 60 s")
+    base, proc = start_server(
+        store, policy_stem, tmp_path / "models", "--config", str(config), *extra, ready="/healthz", timeout_s=60
+    )
     yield base, proc, config
     proc.terminate()
     try:
