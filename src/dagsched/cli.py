@@ -31,14 +31,9 @@ def resolve_cluster(spec: str | None):  # -> Cluster | None
     """A preset name or a cluster file; None stays None (classic files carry their own)."""
     if spec is None:
         return None
-    from dagsched.generate.clusters import PRESETS, cluster_preset
-    from dagsched.io import read_cluster
+    from dagsched.generate.clusters import cluster_from_spec
 
-    if spec in PRESETS:
-        return cluster_preset(spec)
-    if Path(spec).exists():
-        return read_cluster(Path(spec))
-    raise InputError("--cluster", f"'{spec}' is neither a preset ({', '.join(sorted(PRESETS))}) nor an existing file")
+    return cluster_from_spec(spec)
 
 
 def load_compiled(workflows: list[Path], cluster: str | None):  # -> CompiledProblem

@@ -47,7 +47,7 @@ def explain_problem(
 
 def _load(workflow: Path, cluster: str) -> Any:
     """The compiled problem of one workflow file on a preset or a cluster file (classic files carry their own)."""
-    from dagsched.generate.clusters import PRESETS, cluster_preset
+    from dagsched.generate.clusters import cluster_from_spec
     from dagsched.io import detect_format, read_document, read_problem
     from dagsched.model.compiled import compile_problem
     from dagsched.model.errors import InputError
@@ -56,11 +56,7 @@ def _load(workflow: Path, cluster: str) -> Any:
         raise InputError("--workflow", f"file not found: {workflow}")
     if detect_format(read_document(workflow)) == "classic":
         return compile_problem(read_problem([workflow]))
-    if cluster in PRESETS:
-        return compile_problem(read_problem([workflow], cluster_preset(cluster)))
-    if not Path(cluster).exists():
-        raise InputError("--cluster", f"'{cluster}' is neither a preset ({', '.join(sorted(PRESETS))}) nor a file")
-    return compile_problem(read_problem([workflow], Path(cluster)))
+    return compile_problem(read_problem([workflow], cluster_from_spec(cluster)))
 
 
 def register(app: Any) -> None:

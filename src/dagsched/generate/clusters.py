@@ -144,6 +144,19 @@ def cluster_preset(name: str) -> Cluster:
     return Cluster(name=name, nodes=nodes)
 
 
+def cluster_from_spec(spec: str) -> Cluster:
+    """A preset name or the path of a cluster file (what `--cluster` takes); InputError naming `--cluster` otherwise."""
+    from pathlib import Path
+
+    from dagsched.io import read_cluster
+
+    if spec in PRESETS:
+        return cluster_preset(spec)
+    if Path(spec).exists():
+        return read_cluster(Path(spec))
+    raise InputError("--cluster", f"'{spec}' is neither a preset ({', '.join(sorted(PRESETS))}) nor an existing file")
+
+
 # linear list-price model fitted by eye to the types above: per core-hour and per GiB-hour at speed 1.0,
 # plus per GPU-hour; faster cores cost about sqrt(speed) more
 _USD_PER_CORE_H = 0.036
