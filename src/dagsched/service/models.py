@@ -162,7 +162,6 @@ class ModelManager:
                 raise
             except Exception as err:  # noqa: BLE001  (a crash in the smoke run rejects the upload)
                 raise InputError("weights", f"smoke inference failed: {type(err).__name__}: {err}") from None
-            version = _version(meta)
             final = self.model_dir / safe_name(version)
             for suffix in (".safetensors", ".json"):
                 (staging / f"policy{suffix}").replace(Path(str(final) + suffix))
