@@ -93,20 +93,23 @@ def _names_the_field_and_fault(response) -> None:
         assert body["errors"] and all(e["field"] and e["msg"] for e in body["errors"]), body
 
 
+def _fuzz(case, headers: dict[str, str] | None) -> None:
+    """One generated request: every schemathesis check but the excluded one, then the field-and-fault rule."""
+    response = case.call(headers=headers)
+    case.validate_response(response, excluded_checks=EXCLUDED)
+    _names_the_field_and_fault(response)
+
+
 @schema.parametrize()
 @FUZZ
 def test_fuzz_with_the_token(case) -> None:
-    response = case.call(headers=AUTH)
-    case.validate_response(response, excluded_checks=EXCLUDED)
-    _names_the_field_and_fault(response)
+    _fuzz(case, AUTH)
 
 
 @schema.parametrize()
 @FUZZ
 def test_fuzz_without_a_token(case) -> None:
-    response = case.call()
-    case.validate_response(response, excluded_checks=EXCLUDED)
-    _names_the_field_and_fault(response)
+    _fuzz(case, None)
 
 
 if schema_pg is not None:  # the same fuzzing against the real PostgreSQL store (defined only when CI has one)
@@ -114,13 +117,9 @@ if schema_pg is not None:  # the same fuzzing against the real PostgreSQL store 
     @schema_pg.parametrize()
     @FUZZ
     def test_fuzz_on_postgresql_with_the_token(case) -> None:
-        response = case.call(headers=AUTH)
-        case.validate_response(response, excluded_checks=EXCLUDED)
-        _names_the_field_and_fault(response)
+        _fuzz(case, AUTH)
 
     @schema_pg.parametrize()
     @FUZZ
     def test_fuzz_on_postgresql_without_a_token(case) -> None:
-        response = case.call()
-        case.validate_response(response, excluded_checks=EXCLUDED)
-        _names_the_field_and_fault(response)
+        _fuzz(case, None)

@@ -106,8 +106,9 @@ _WHY = {
 
 def document_errors(app: FastAPI, authorized: set[tuple[str, str]]) -> None:
     """Make the OpenAPI spec say what the error answers are: one `Error` shape (not FastAPI's default validation
-    schema, which this service never sends) on every operation that can answer it: 422 where there is input, 400 and
-    413 where there is a body, 404 where there is a path parameter, 401 and 403 on the `authorized` (path, method)s."""
+    schema, which this service never sends) on every operation that can answer it: 400 and 422 where there is input,
+    413 and 415 where there is a body, 404 where there is a path parameter, 401 and 403 on the `authorized`
+    (path, method)s."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema:
