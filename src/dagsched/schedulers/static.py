@@ -177,6 +177,7 @@ class StaticPlanner(Scheduler):
         self.plan_tasks(dp, tasks, lines, PlanState(dp))
         placed = [t for t in tasks if np.isfinite(self.planned_start[t])]
         self.unplaced = self.unplaced or len(placed) < len(tasks)
+        self.planned_up = dp.node_up.copy()  # what unplaced tasks wait on changing (a down node coming back)
         pos = self._topo_position(dp.cp)
         for nd in {int(self.node[t]) for t in placed}:
             queue = self.queues[nd] + [t for t in placed if self.node[t] == nd]
