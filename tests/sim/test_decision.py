@@ -6,11 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dagsched.generate import cluster_preset, generate_workflow
+from dagsched.generate.streams import generate_stream
 from dagsched.model import Problem, compile_problem
 from dagsched.sim.config import SimConfig
-from dagsched.sim.decision import Decision, DecisionPoint
+from dagsched.sim.decision import Decision, DecisionPoint, StaleDecisionPoint
 from dagsched.sim.engine import _FORWARDED, Simulator
 
 
@@ -50,8 +54,57 @@ def test_forwarded_calls_are_the_methods_they_stand_for() -> None:
             calls["predicted_end_s"] = (dp.running[0],)
         assert set(calls) <= set(_FORWARDED) and len(_FORWARDED) == 12
         for name, args in calls.items():
-            assert dp.__dict__[name].__self__ is sim  # the simulator's own bound call
-            assert _same(dp.__dict__[name](*args), getattr(DecisionPoint, name)(dp, *args)), name
+            assert getattr(dp, name).__self__ is sim  # the simulator's own bound call
+            assert _same(getattr(dp, name)(*args), getattr(DecisionPoint, name)(dp, *args)), name
         checked += 1
         sim.apply(Decision(dp.pairs()[:1]))  # one start per decision: many decision points
     assert checked > 5
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), load=st.floats(0.5, 1.5), read_every=st.integers(1, 7))
+def test_ready_is_the_sorted_ready_set_however_often_it_is_read(seed: int, load: float, read_every: int) -> None:
+    """`ready` (kept up to date from what changed since it was last read, in place) is the ascending ready set at
+    every decision point where it is read, whether read at every decision or only now and then, through
+    arrivals, failures, repairs and migrations; it cannot be written."""
+    cp = compile_problem(generate_stream(cluster_preset("small-3"), 6, load, "bursty", seed=seed).problem())
+    config = SimConfig(noise_cv=0.4, mtbf_s=300.0, mttr_s=30.0, overrun_factor=1.5)
+    sim = Simulator(cp, config, seed)
+    rng = np.random.default_rng(seed)
+    k = 0
+    while (dp := sim.next_decision()) is not None:
+        k += 1
+        if k % read_every == 0:
+            assert dp.ready.tolist() == sorted(sim.ready)
+            assert not dp.ready.flags.writeable
+        pairs = dp.pairs()
+        rng.shuffle(pairs)
+        taken: set[int] = set()
+        picks = []
+        for t, nd in pairs:  # a random legal plan: at most one start per task, room permitting
+            if t not in taken and sim.fits_now(t, nd):
+                picks.append((t, nd))
+                taken.add(t)
+                break
+        sim.apply(Decision(picks))
+    assert sim.done
+
+
+def test_a_decision_point_read_after_the_simulator_moved_on_raises() -> None:
+    """What a decision point computes on first use describes its instant: read after a start, it would describe
+    another, so it raises; what was read before the start stays readable."""
+    cp = compile_problem(
+        Problem(workflows=[generate_workflow("layered", 30, seed=1, ccr=1.0)], cluster=cluster_preset("hetero-16"))
+    )
+    sim = Simulator(cp, SimConfig(), 3)
+    unread = sim.next_decision()
+    assert unread is not None
+    read = sim.decision_point()  # the same instant
+    ready = read.ready.copy()
+    t, nd = read.pairs()[0]
+    sim.apply(Decision([(t, nd)]))
+    assert np.array_equal(read.ready, ready) and read.legal.any()  # read before: kept
+    for name in ("ready", "legal", "arrival_s", "wake_s"):
+        with pytest.raises(StaleDecisionPoint, match="moved on"):
+            getattr(unread, name)  # never read before: refused
+    assert t not in sim.decision_point().ready.tolist()

@@ -20,7 +20,6 @@ decision point. The registry that finds schedulers by name lives with them, in `
 
 from __future__ import annotations
 
-import copy
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
@@ -55,6 +54,10 @@ class Decision:
     wake_at: float | None = None
 
 
+class StaleDecisionPoint(RuntimeError):
+    """A decision point's lazily computed view was read after the simulator had moved past its instant."""
+
+
 class Attempts(Sequence["Attempt"]):
     """The run's attempts so far, read-only (what happened is observable; what will happen is not)."""
 
@@ -84,7 +87,10 @@ class DecisionPoint:
 
     Arrays are views the scheduler cannot write (numpy raises on assignment); copy one to plan on it.
     `ready` holds the ready tasks a scheduler may start now, ascending (less any deferred by a wait
-    at this instant). The legality grids (`arrival_s`, `legal`, `wake_s`) are computed on first use.
+    at this instant). It and the legality grids (`arrival_s`, `legal`, `wake_s`) are computed on first
+    use, so a scheduler that never reads them (HEFT's dispatch of its plan) does not pay for them; read
+    after the simulator has moved on (a start, an event), they would describe another instant, and raise
+    `StaleDecisionPoint` instead.
     """
 
     status: npt.NDArray[np.int8]
@@ -107,15 +113,33 @@ class DecisionPoint:
     _legal: BoolArray | None = None
     _wake: float | None = None
 
-    def __init__(self, sim: Simulator) -> None:
+    def __new__(cls, sim: Simulator) -> DecisionPoint:
         # one per decision, paid in the engine's loop: what is fixed for the run (problem, config, views,
-        # forwarded read calls) comes from one dict the simulator made once
-        self.__dict__.update(sim.decision_view_dict())
+        # forwarded read calls) lives as class attributes of a subclass the simulator made once
+        # (`Simulator.decision_point_class`), so making one sets only what changes
+        if cls is DecisionPoint:
+            cls = sim.decision_point_class()
+        return object.__new__(cls)
+
+    def __init__(self, sim: Simulator) -> None:
         self._sim = sim
+        self._epoch = sim.epoch
         self.now: float = sim.now
         self.n_done: int = sim.n_done
-        self.done: bool = self.n_done == self.cp.n_tasks
-        self.ready: IntArray = sim.ready_array()
+        self.done: bool = self.n_done == sim._n_tasks
+
+    def _check_fresh(self) -> None:
+        if self._sim.epoch != self._epoch:
+            raise StaleDecisionPoint(
+                f"decision point of t={self.now:g} read after the simulator moved on (t={self._sim.now:g}): "
+                "read what a decision needs before applying it"
+            )
+
+    @cached_property
+    def ready(self) -> IntArray:
+        """Ready tasks a scheduler may start now, ascending, read-only."""
+        self._check_fresh()
+        return self._sim.ready_array()
 
     # read on first use (most schedulers never ask), as of that moment: before the decision is applied
 
@@ -134,9 +158,9 @@ class DecisionPoint:
         return Attempts(self._sim.trace.attempts)
 
     # ---- the state, as the simulator's own read calls ------------------------------------------
-    # Each instance carries the simulator's bound methods under these names (`engine._FORWARDED`, set in
-    # __init__), so a call skips this layer; the definitions below say what each is, for readers and mypy,
-    # and are what runs on a DecisionPoint made without them (tests check both give the same answer).
+    # Each instance's class carries the simulator's bound methods under these names (`engine._FORWARDED`, in
+    # `Simulator.decision_point_class`), so a call skips this layer; the definitions below say what each is,
+    # for readers and mypy, and are what runs on the base class (tests check both give the same answer).
 
     def ready_tasks(self) -> list[int]:
         """Ready tasks, ascending (a list of ints)."""
@@ -200,6 +224,7 @@ class DecisionPoint:
     # ---- the legality grids -------------------------------------------------------------------------
 
     def _grids(self) -> None:
+        self._check_fresh()
         sim, ready = self._sim, self.ready
         m = self.cp.n_nodes
         if len(ready) == 0:
@@ -269,7 +294,8 @@ class DecisionPoint:
         the wake instant is kept (waking early is harmless)."""
         keep = ~np.isin(self.ready, tasks)
         legal, arrival, wake = self.legal, self.arrival_s, self.wake_s
-        out = copy.copy(self)
+        out = object.__new__(type(self))  # a shallow copy (this class's __new__ wants a simulator)
+        out.__dict__.update(self.__dict__)
         out.ready, out._arrival, out._legal, out._wake = self.ready[keep], arrival[keep], legal[keep], wake
         return out
 

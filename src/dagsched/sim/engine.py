@@ -12,6 +12,7 @@ rolls forward on predicted runtimes only.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 import time as wallclock
@@ -35,6 +36,8 @@ __all__ = ["DONE", "READY", "RUNNING", "WAITING", "Decision", "DecisionPoint", "
 # Event kinds, in the order they are handled at the same instant.
 FINISH, FAIL, REPAIR, BOOTED, SLOW_END, SLOW_START, ARRIVAL, OVERRUN, WAKE, NET = range(10)
 _PROGRESS = (FINISH, REPAIR, BOOTED, ARRIVAL, WAKE, NET)
+_IS_PROGRESS = tuple(kind in _PROGRESS for kind in range(10))  # indexed by kind: cheaper than `in` per event
+_CLASSIC_REQUEST = (1.0, 0.0, 0.0)
 
 _VIEWED = (
     "status",
@@ -137,6 +140,7 @@ class Simulator:
         self.seed = seed
         self.classic = self.config.classic
         n, m = cp.n_tasks, cp.n_nodes
+        self._n_tasks, self._n_nodes = n, m  # properties of cp, read per event
         self.now = 0.0
         self.status = np.zeros(n, dtype=np.int8)
         self._st = _static(cp)
@@ -159,13 +163,18 @@ class Simulator:
         self.running: dict[int, _Running] = {}
         self.running_on: list[set[int]] = [set() for _ in range(m)]
         self.ready: set[int] = set()
-        self._ready_arr: npt.NDArray[np.int64] | None = None  # `ready` sorted, as of the last `ready_array`
+        # `ready`, sorted, as of the last `ready_array`: a list (for bisect), the same in a numpy buffer (shifted in
+        # place as tasks come and go) and the read-only copy handed out; then what changed since
+        self._ready_list: list[int] | None = None
+        self._ready_buf: npt.NDArray[np.int64] = np.empty(0, dtype=np.int64)
+        self._ready_view: npt.NDArray[np.int64] | None = None
         self._ready_in: set[int] = set()  # ready since then
         self._ready_out: set[int] = set()  # no longer ready since then
         self.deferred: set[int] = set()  # ready tasks a wait put aside until time moves (`defer`)
         self.submitted = np.zeros(cp.n_workflows, dtype=bool)
         self.n_done = 0
         self.n_decisions = 0
+        self.epoch = 0  # counts the instants stepped and the starts: a decision point is of one epoch
         self.predicted = False  # True in forks: runtimes are the predictions
         # the contended network (`SimConfig.network_contention`): transfers in flight, and the placed tasks
         # still waiting for inputs (task -> transfers left); None and empty on the free network
@@ -191,7 +200,7 @@ class Simulator:
         self._open_outage: dict[int, float] = {}
         self._open_slowdown: dict[int, tuple[float, float]] = {}
         self._views: dict[str, Any] | None = None
-        self._view_dict: dict[str, Any] | None = None
+        self._dp_class: type[DecisionPoint] | None = None
         self._ever_fits: npt.NDArray[np.bool_] | None = None
         self._init_randomness()
         for w in range(cp.n_workflows):
@@ -215,6 +224,7 @@ class Simulator:
             self._noise = rng.lognormal(-sigma2 / 2, np.sqrt(sigma2), size=self.cp.n_tasks)
         else:
             self._noise = np.ones(self.cp.n_tasks)
+        self._noise_list: list[float] = self._noise.tolist()
         self._sigma2 = float(np.log1p(cv * cv))
         self._retry_rng = np.random.default_rng(retry_seq) if self._sigma2 > 0 else None
         # per-node failure and straggler streams, made on first use (2 x m generators cost more than a whole
@@ -235,7 +245,7 @@ class Simulator:
         if self.predicted or self._sigma2 == 0.0:
             return 1.0
         if self.attempts[t] == 0:
-            return float(self._noise[t])
+            return self._noise_list[t]  # the first attempt's draw, as a Python float (`_init_randomness`)
         s2 = self._sigma2
         return float(self._retry_rng.lognormal(-s2 / 2, np.sqrt(s2)))  # type: ignore[union-attr]
 
@@ -253,7 +263,7 @@ class Simulator:
 
     def _push(self, at: float, kind: int, payload: int, version: int = 0) -> None:
         self._seq += 1
-        if kind in _PROGRESS:
+        if _IS_PROGRESS[kind]:
             self._progress_pending += 1
         heapq.heappush(self._heap, (float(at), kind, self._seq, payload, version))
 
@@ -261,7 +271,7 @@ class Simulator:
 
     @property
     def done(self) -> bool:
-        return self.n_done == self.cp.n_tasks
+        return self.n_done == self._n_tasks
 
     @property
     def can_advance(self) -> bool:
@@ -322,7 +332,7 @@ class Simulator:
     def request(self, t: int) -> tuple[float, float, float]:
         """What task t takes of a node (1 slot in classic mode)."""
         if self.classic:
-            return (1.0, 0.0, 0.0)
+            return _CLASSIC_REQUEST
         return self._st.req[t]  # made once per problem: numpy scalars cost more than this whole call
 
     def requests(self, tasks: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
@@ -373,9 +383,9 @@ class Simulator:
         form of `kernels.fits_numpy`, for callers placing one task at a time."""
         if not self.node_up[nd] or self.node_available_s[nd] > self.now:
             return False
-        req = self.request(t)
-        f = (self.free if free is None else free)[nd]
-        return bool(f[0] + EPS >= req[0] and f[1] + EPS >= req[1] and f[2] + EPS >= req[2])
+        req = _CLASSIC_REQUEST if self.classic else self._st.req[t]
+        f: list[float] = (self.free if free is None else free)[nd].tolist()  # one call: numpy scalars are slow
+        return f[0] + EPS >= req[0] and f[1] + EPS >= req[1] and f[2] + EPS >= req[2]
 
     def fitting(self, tasks: npt.NDArray[np.int64], free: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
         """(k, m): the node is up and booted and each task's request fits its `free` room.
@@ -450,10 +460,11 @@ class Simulator:
 
     def start(self, t: int, nd: int) -> None:
         """Start ready task t on node nd now; refuses anything illegal."""
-        if not 0 <= t < self.cp.n_tasks or not 0 <= nd < self.cp.n_nodes:
+        if not (0 <= t < self._n_tasks and 0 <= nd < self._n_nodes):
             raise SchedulingError(f"assignment ({t}, {nd}) out of range")
-        if self.status[t] != READY:
-            state = ("waiting", "ready", "running", "done")[self.status[t]]
+        status = self.status
+        if status[t] != READY:
+            state = ("waiting", "ready", "running", "done")[status[t]]
             raise SchedulingError(f"task '{self.cp.task_name(t)}' is {state}, not ready, at t={self.now:g}")
         if self.cp.allowed is not None and not self.cp.allowed[t, nd]:
             name, node = self.cp.task_name(t), self.cp.node_ids[nd]
@@ -461,30 +472,34 @@ class Simulator:
         if not self.fits_now(t, nd):
             name, node = self.cp.task_name(t), self.cp.node_ids[nd]
             raise SchedulingError(f"task '{name}' does not fit node '{node}' at t={self.now:g}")
+        now = self.now
+        self.epoch += 1
         if self._net is None:
-            arrival = self.data_ready_s(t, nd)
-            if arrival > self.now + 1e-9:
+            arrival = self._arrival.get(t)
+            arrival_nd = float((self.data_ready_all_s(t) if arrival is None else arrival)[nd])
+            if arrival_nd > now + 1e-9:
                 name, node = self.cp.task_name(t), self.cp.node_ids[nd]
-                raise SchedulingError(f"task '{name}' inputs reach node '{node}' only at t={arrival:g}")
-        req = self.request(t)
-        self.free[nd, 0] -= req[0]
-        self.free[nd, 1] -= req[1]
-        self.free[nd, 2] -= req[2]
+                raise SchedulingError(f"task '{name}' inputs reach node '{node}' only at t={arrival_nd:g}")
+        req = _CLASSIC_REQUEST if self.classic else self._st.req[t]
+        free = self.free
+        row = free[nd].tolist()
+        free[nd] = (row[0] - req[0], row[1] - req[1], row[2] - req[2])
         self.ready.discard(t)
         if t in self._ready_in:
             self._ready_in.discard(t)
         else:
             self._ready_out.add(t)
-        self.deferred.discard(t)
-        self.status[t] = RUNNING
+        if self.deferred:
+            self.deferred.discard(t)
+        status[t] = RUNNING
         self.node_of[t] = nd
         nominal = self._st.exec_s[t][nd] * self._attempt_noise(t)
         self.attempts[t] += 1
         self._version += 1
-        run = _Running(nd, self.now, nominal, self.now, self._version, nominal)
+        run = _Running(nd, now, nominal, now, self._version, nominal)
         self.running[t] = run
         self.running_on[nd].add(t)
-        self.start_s[t] = self.now  # placement; execution's start once the inputs are in (`_begin`)
+        self.start_s[t] = now  # placement; execution's start once the inputs are in (`_begin`)
         self._changed = True
         if self._net is not None and self._send_inputs(t, nd):
             return  # it begins when its inputs are on nd (`_net_sync`)
@@ -494,9 +509,10 @@ class Simulator:
         """Placed task t's inputs are on its node: it starts executing now."""
         run = self.running[t]
         nd = run.node
-        self.start_s[t] = self.now
-        run.start = run.last_update = self.now
-        self._push(self.now + run.work_left * self.slow_factor[nd], FINISH, t, run.version)
+        now = self.now
+        self.start_s[t] = now
+        run.start = run.last_update = now
+        self._push(now + run.work_left * self.slow_factor.item(nd), FINISH, t, run.version)
         overrun = self.config.overrun_factor
         if overrun and not self.classic and self.migrations[t] < self.config.max_migrations:
             self._push(self.now + overrun * float(self.cp.exec_s[t, nd]), OVERRUN, t, run.version)
@@ -558,11 +574,11 @@ class Simulator:
         run = self.running.pop(t)
         nd = run.node
         self.running_on[nd].discard(t)
-        req = self.request(t)
-        self.free[nd, 0] += req[0]
-        self.free[nd, 1] += req[1]
-        self.free[nd, 2] += req[2]
-        if t in self._inputs_left:  # it never began: no attempt, its transfers stop
+        req = _CLASSIC_REQUEST if self.classic else self._st.req[t]
+        free = self.free
+        row = free[nd].tolist()
+        free[nd] = (row[0] + req[0], row[1] + req[1], row[2] + req[2])
+        if self._inputs_left and t in self._inputs_left:  # it never began: no attempt, its transfers stop
             self._cancel_inputs(t)
         else:
             self.trace.attempts.append(Attempt(t, nd, run.start, self.now, outcome, run.nominal_s))  # type: ignore[arg-type]
@@ -572,12 +588,17 @@ class Simulator:
             self.finish_s[t] = self.now
             self.n_done += 1
             self._arrival.pop(t, None)
-            left, task_wf, submitted = self._preds_left, self._st.task_wf, self.submitted
+            left, task_wf, submitted, status = self._preds_left, self._st.task_wf, self.submitted, self.status
+            ready, ready_in, ready_out = self.ready, self._ready_in, self._ready_out
             for c in self._st.succs[t]:
                 left[c] -= 1
                 if left[c] == 0 and submitted[task_wf[c]]:
-                    self.status[c] = READY
-                    self._mark_ready(c)
+                    status[c] = READY
+                    ready.add(c)  # `_mark_ready`, inline: a finish readies most tasks
+                    if c in ready_out:
+                        ready_out.discard(c)
+                    else:
+                        ready_in.add(c)
         else:
             self.status[t] = READY
             self.node_of[t] = -1
@@ -607,7 +628,7 @@ class Simulator:
     # ---- the event loop ----------------------------------------------------------------
 
     def _handle(self, kind: int, payload: int, version: int) -> None:
-        if kind in _PROGRESS:
+        if _IS_PROGRESS[kind]:
             self._progress_pending -= 1
         if kind == FINISH:
             run = self.running.get(payload)
@@ -671,12 +692,16 @@ class Simulator:
         """Handle every event of the next instant; False when nothing is left to do."""
         if not self._heap:
             return False
-        at = self._heap[0][0]
+        heap = self._heap
+        at = heap[0][0]
         self.now = at
-        self.deferred.clear()  # a deferral holds for one instant
-        while self._heap and self._heap[0][0] == at:
-            _, kind, _, payload, version = heapq.heappop(self._heap)
-            self._handle(kind, payload, version)
+        self.epoch += 1
+        if self.deferred:
+            self.deferred.clear()  # a deferral holds for one instant
+        handle, pop = self._handle, heapq.heappop
+        while heap and heap[0][0] == at:
+            _, kind, _, payload, version = pop(heap)
+            handle(kind, payload, version)
         return True
 
     # ---- the decision point ------------------------------------------------------------------
@@ -692,45 +717,62 @@ class Simulator:
             self._views = views
         return self._views
 
-    def decision_view_dict(self) -> dict[str, Any]:
-        """What every DecisionPoint of this run shares, made once: the read-only views and the simulator's read
-        calls that a decision point forwards unchanged (bound here, so a scheduler's call does not pass
-        through a wrapper: these are called thousands of times per decision on large problems)."""
-        if self._view_dict is None:
-            self._view_dict = {
+    def decision_point_class(self) -> type[DecisionPoint]:
+        """The DecisionPoint subclass of this run, made once: what every decision point shares as class attributes,
+        the read-only views and the simulator's read calls that a decision point forwards unchanged (bound here,
+        so a scheduler's call does not pass through a wrapper: these are called thousands of times per decision
+        on large problems)."""
+        if self._dp_class is None:
+            shared = {
                 "cp": self.cp,
                 "config": self.config,
                 "classic": self.classic,
                 **self.read_only_views(),
                 **{name: getattr(self, name) for name in _FORWARDED},
             }
-        return self._view_dict
+            shared["__module__"] = DecisionPoint.__module__
+            shared["__doc__"] = DecisionPoint.__doc__
+            self._dp_class = type("DecisionPoint", (DecisionPoint,), shared)
+        return self._dp_class
 
     def ready_array(self) -> npt.NDArray[np.int64]:
-        """Ready tasks, ascending (a fresh array the caller may keep or change).
+        """Ready tasks, ascending, read-only (the same array until the ready set changes).
 
-        Kept up to date from the tasks that became ready or stopped being ready since the last call,
-        merged into the sorted array in C (searchsorted, delete, insert): long streams keep thousands of
-        tasks ready, and re-sorting the whole set at every decision was most of the engine's time there.
+        Kept up to date from the tasks that became ready or stopped being ready since the last call: each is
+        found by bisection in a sorted list and shifted in or out of a numpy buffer in place (a memmove), so a
+        decision costs about a microsecond per change, not a sort of the whole set: long streams keep thousands
+        of tasks ready, and re-sorting them at every decision was most of the engine's time there.
         """
-        arr, ins, outs = self._ready_arr, self._ready_in, self._ready_out
-        # below a few hundred ready tasks a fresh sort is cheaper than numpy's insert and delete (~10 us each)
-        if arr is None or len(self.ready) < 256 or len(ins) + len(outs) > (len(arr) >> 2) + 16:
-            arr = np.fromiter(self.ready, np.int64, len(self.ready))
-            arr.sort()
+        ins, outs, lst = self._ready_in, self._ready_out, self._ready_list
+        if lst is not None and not ins and not outs and self._ready_view is not None:
+            return self._ready_view
+        n = len(self.ready)
+        buf = self._ready_buf
+        if len(buf) < n:
+            buf = self._ready_buf = np.empty(max(2 * n, 64), dtype=np.int64)
+            lst = None  # a new buffer is filled whole
+        if lst is None or 32 * (len(ins) + len(outs)) > n + 64:  # many changes: one sort beats many shifts
+            lst = self._ready_list = sorted(self.ready)
+            buf[:n] = lst
         else:
-            if outs:
-                gone = np.fromiter(outs, np.int64, len(outs))
-                gone.sort()
-                arr = np.delete(arr, np.searchsorted(arr, gone))
-            if ins:
-                new = np.fromiter(ins, np.int64, len(ins))
-                new.sort()
-                arr = np.insert(arr, np.searchsorted(arr, new), new)
+            size = len(lst)
+            for t in outs:
+                i = bisect.bisect_left(lst, t)
+                del lst[i]
+                buf[i : size - 1] = buf[i + 1 : size]
+                size -= 1
+            for t in ins:
+                i = bisect.bisect_left(lst, t)
+                lst.insert(i, t)
+                buf[i + 1 : size + 1] = buf[i:size]
+                buf[i] = t
+                size += 1
         ins.clear()
         outs.clear()
-        self._ready_arr = arr
-        return arr.copy()
+        view = buf[:n].copy()
+        view.flags.writeable = False
+        self._ready_view = view
+        return view
 
     def decision_point(self) -> DecisionPoint:
         """The read-only view of now, with the shared decision rules (nothing advances); tasks deferred at this
@@ -875,6 +917,7 @@ class Simulator:
         f.config = self.config
         f.seed = self.seed
         f.classic = self.classic
+        f._n_tasks, f._n_nodes = self._n_tasks, self._n_nodes
         f.now = self.now
         for name in (
             "status",
@@ -896,12 +939,15 @@ class Simulator:
         f.cap = self.cap
         f.slow_factor = np.ones(self.cp.n_nodes)
         f.ready = set(self.ready)
-        f._ready_arr = None
+        f._ready_list = None
+        f._ready_buf = np.empty(0, dtype=np.int64)
+        f._ready_view = None
         f._ready_in = set()
         f._ready_out = set()
         f.running_on = [set(s) for s in self.running_on]
         f.n_done = self.n_done
         f.n_decisions = 0
+        f.epoch = 0
         f.predicted = True
         f.trace = Trace(
             scheduler="",
@@ -916,6 +962,7 @@ class Simulator:
         f._inputs_left = dict(self._inputs_left)
         f._net_version = 0
         f._noise = self._noise  # never read in predicted mode
+        f._noise_list = self._noise_list
         f._sigma2 = 0.0
         f._retry_rng = self._retry_rng
         f._node_seqs = self._node_seqs
@@ -925,7 +972,7 @@ class Simulator:
         f._changed = True
         f._asked = False
         f._views = None
-        f._view_dict = None
+        f._dp_class = None
         f._ever_fits = self._ever_fits
         f.deferred = set()  # a deferral is the caller's, at the live instant
         f._wake_pending = None
