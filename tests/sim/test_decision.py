@@ -77,16 +77,12 @@ def test_ready_is_the_sorted_ready_set_however_often_it_is_read(seed: int, load:
         if k % read_every == 0:
             assert dp.ready.tolist() == sorted(sim.ready)
             assert not dp.ready.flags.writeable
-        pairs = dp.pairs()
-        rng.shuffle(pairs)
-        taken: set[int] = set()
-        picks = []
-        for t, nd in pairs:  # a random legal plan: at most one start per task, room permitting
-            if t not in taken and sim.fits_now(t, nd):
-                picks.append((t, nd))
-                taken.add(t)
-                break
-        sim.apply(Decision(picks))
+        # decide from the simulator's own state, so that the decision point's ready set is read only when asked
+        ready = sorted(sim.ready)
+        pairs = [(t, nd) for t in ready for nd in range(cp.n_nodes) if sim.can_start(t, nd)]
+        picks = [pairs[int(rng.integers(len(pairs)))]] if pairs else []
+        later = [a for t in ready for a in sim.data_ready_all_s(t).tolist() if a > sim.now]
+        sim.apply(Decision(picks, None if picks or not later else min(later)))  # inputs on their way: wake
     assert sim.done
 
 

@@ -18,7 +18,7 @@ import math
 import time as wallclock
 import weakref
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -29,7 +29,7 @@ from dagsched.sim.config import SimConfig
 from dagsched.sim.decision import DONE, READY, RUNNING, WAITING, Decision, DecisionPoint, Scheduler
 from dagsched.sim.network import Flow, Network
 from dagsched.sim.slots import NodeTimeline, Timelines
-from dagsched.sim.trace import Attempt, Outage, Slowdown, Trace, Transfer
+from dagsched.sim.trace import Outage, Slowdown, Trace, Transfer, new_attempt
 
 __all__ = ["DONE", "READY", "RUNNING", "WAITING", "Decision", "DecisionPoint", "SchedulingError", "Simulator"]
 
@@ -459,30 +459,29 @@ class Simulator:
     # ---- applying decisions ----------------------------------------------------------
 
     def start(self, t: int, nd: int) -> None:
-        """Start ready task t on node nd now; refuses anything illegal."""
-        if not (0 <= t < self._n_tasks and 0 <= nd < self._n_nodes):
-            raise SchedulingError(f"assignment ({t}, {nd}) out of range")
-        status = self.status
-        if status[t] != READY:
-            state = ("waiting", "ready", "running", "done")[status[t]]
-            raise SchedulingError(f"task '{self.cp.task_name(t)}' is {state}, not ready, at t={self.now:g}")
-        if self.cp.allowed is not None and not self.cp.allowed[t, nd]:
-            name, node = self.cp.task_name(t), self.cp.node_ids[nd]
-            raise SchedulingError(f"task '{name}' may not run on node '{node}' (a placement rule forbids it)")
-        if not self.fits_now(t, nd):
-            name, node = self.cp.task_name(t), self.cp.node_ids[nd]
-            raise SchedulingError(f"task '{name}' does not fit node '{node}' at t={self.now:g}")
+        """Start ready task t on node nd now; refuses anything illegal (`_refuse` says what)."""
         now = self.now
-        self.epoch += 1
-        if self._net is None:
-            arrival = self._arrival.get(t)
-            arrival_nd = float((self.data_ready_all_s(t) if arrival is None else arrival)[nd])
-            if arrival_nd > now + 1e-9:
-                name, node = self.cp.task_name(t), self.cp.node_ids[nd]
-                raise SchedulingError(f"task '{name}' inputs reach node '{node}' only at t={arrival_nd:g}")
+        status = self.status
+        allowed = self.cp.allowed
+        if not (
+            0 <= t < self._n_tasks
+            and 0 <= nd < self._n_nodes
+            and status[t] == READY
+            and (allowed is None or allowed[t, nd])
+            and self.node_up[nd]
+            and self.node_available_s[nd] <= now
+        ):
+            self._refuse(t, nd)
         req = _CLASSIC_REQUEST if self.classic else self._st.req[t]
         free = self.free
         row = free[nd].tolist()
+        if not (row[0] + EPS >= req[0] and row[1] + EPS >= req[1] and row[2] + EPS >= req[2]):
+            self._refuse(t, nd)
+        if self._net is None:
+            arrival = self._arrival.get(t)
+            if (self.data_ready_all_s(t) if arrival is None else arrival)[nd] > now + 1e-9:
+                self._refuse(t, nd)
+        self.epoch += 1
         free[nd] = (row[0] - req[0], row[1] - req[1], row[2] - req[2])
         self.ready.discard(t)
         if t in self._ready_in:
@@ -504,6 +503,21 @@ class Simulator:
         if self._net is not None and self._send_inputs(t, nd):
             return  # it begins when its inputs are on nd (`_net_sync`)
         self._begin(t)
+
+    def _refuse(self, t: int, nd: int) -> NoReturn:
+        """Why (t, nd) cannot start now, as the error `start` raises."""
+        if not (0 <= t < self._n_tasks and 0 <= nd < self._n_nodes):
+            raise SchedulingError(f"assignment ({t}, {nd}) out of range")
+        name, node = self.cp.task_name(t), self.cp.node_ids[nd]
+        if self.status[t] != READY:
+            state = ("waiting", "ready", "running", "done")[self.status[t]]
+            raise SchedulingError(f"task '{name}' is {state}, not ready, at t={self.now:g}")
+        if not self.allows(t, nd):
+            raise SchedulingError(f"task '{name}' may not run on node '{node}' (a placement rule forbids it)")
+        if not self.fits_now(t, nd):
+            raise SchedulingError(f"task '{name}' does not fit node '{node}' at t={self.now:g}")
+        arrival = self.data_ready_s(t, nd)
+        raise SchedulingError(f"task '{name}' inputs reach node '{node}' only at t={arrival:g}")
 
     def _begin(self, t: int) -> None:
         """Placed task t's inputs are on its node: it starts executing now."""
@@ -581,7 +595,7 @@ class Simulator:
         if self._inputs_left and t in self._inputs_left:  # it never began: no attempt, its transfers stop
             self._cancel_inputs(t)
         else:
-            self.trace.attempts.append(Attempt(t, nd, run.start, self.now, outcome, run.nominal_s))  # type: ignore[arg-type]
+            self.trace.attempts.append(new_attempt(t, nd, run.start, self.now, outcome, run.nominal_s))  # type: ignore[arg-type]
         self._changed = True
         if outcome == "done":
             self.status[t] = DONE
