@@ -791,7 +791,7 @@ class Simulator:
     def decision_point(self) -> DecisionPoint:
         """The read-only view of now, with the shared decision rules (nothing advances); tasks deferred at this
         instant are left out of its ready set (its wake instant still counts them)."""
-        dp = DecisionPoint(self)
+        dp = (self._dp_class or self.decision_point_class())(self)
         if self.deferred:
             dp = dp.without(np.array(sorted(self.deferred), dtype=np.int64))
         return dp
@@ -824,11 +824,13 @@ class Simulator:
             return self._next_legal(must_step, observer)
         if self._asked:
             self._asked = False
-            self._check_stall()
-        while not self.done and self.now <= max_time_s:
+            if not self.running:
+                self._check_stall()
+        step, n_tasks = self.step, self._n_tasks
+        while self.n_done != n_tasks and self.now <= max_time_s:
             if observer is not None:
                 observer.before_step(self)
-            if not self.step():
+            if not step():
                 raise SchedulingError(f"scheduler '{self.trace.scheduler}' left tasks unscheduled with nothing pending")
             if observer is not None:
                 observer.after_step(self)
@@ -836,7 +838,8 @@ class Simulator:
                 self._changed = False
                 self._asked = True
                 return self.decision_point()
-            self._check_stall()
+            if not self.running:
+                self._check_stall()
         return None
 
     def _check_stall(self) -> None:
@@ -889,19 +892,23 @@ class Simulator:
 
     def apply(self, decision: Decision) -> None:
         """Start the decision's pairs in order (each must be legal when it starts) and note its wake-up."""
+        start = self.start
         for t, nd in decision.assignments:
-            self.start(int(t), int(nd))
-        self.schedule_wake(decision.wake_at)
+            start(int(t), int(nd))
+        if decision.wake_at is not None:
+            self.schedule_wake(decision.wake_at)
 
     def run(self, scheduler: Scheduler, max_time_s: float = _INF) -> Trace:
         """Run to completion (or `max_time_s`): ask the scheduler at every decision point; return the trace."""
         self.trace.scheduler = scheduler.name
-        while (dp := self.next_decision(max_time_s)) is not None:
-            t0 = wallclock.perf_counter()
-            decision = scheduler.decide(dp)
-            self.trace.decision_latency_s.append(wallclock.perf_counter() - t0)
+        next_decision, decide, apply = self.next_decision, scheduler.decide, self.apply
+        clock, latency = wallclock.perf_counter, self.trace.decision_latency_s
+        while (dp := next_decision(max_time_s)) is not None:
+            t0 = clock()
+            decision = decide(dp)
+            latency.append(clock() - t0)
             self.n_decisions += 1
-            self.apply(decision)
+            apply(decision)
         self._close_open_records()
         return self.trace
 
