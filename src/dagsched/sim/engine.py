@@ -460,28 +460,13 @@ class Simulator:
 
     def start(self, t: int, nd: int) -> None:
         """Start ready task t on node nd now; refuses anything illegal (`_refuse` says what)."""
-        now = self.now
-        status = self.status
-        allowed = self.cp.allowed
-        if not (
-            0 <= t < self._n_tasks
-            and 0 <= nd < self._n_nodes
-            and status[t] == READY
-            and (allowed is None or allowed[t, nd])
-            and self.node_up[nd]
-            and self.node_available_s[nd] <= now
-        ):
+        if not (0 <= t < self._n_tasks and 0 <= nd < self._n_nodes and self.can_start(t, nd)):
             self._refuse(t, nd)
+        now = self.now
+        self.epoch += 1
         req = _CLASSIC_REQUEST if self.classic else self._st.req[t]
         free = self.free
         row = free[nd].tolist()
-        if not (row[0] + EPS >= req[0] and row[1] + EPS >= req[1] and row[2] + EPS >= req[2]):
-            self._refuse(t, nd)
-        if self._net is None:
-            arrival = self._arrival.get(t)
-            if (self.data_ready_all_s(t) if arrival is None else arrival)[nd] > now + 1e-9:
-                self._refuse(t, nd)
-        self.epoch += 1
         free[nd] = (row[0] - req[0], row[1] - req[1], row[2] - req[2])
         self.ready.discard(t)
         if t in self._ready_in:
@@ -490,7 +475,7 @@ class Simulator:
             self._ready_out.add(t)
         if self.deferred:
             self.deferred.discard(t)
-        status[t] = RUNNING
+        self.status[t] = RUNNING
         self.node_of[t] = nd
         nominal = self._st.exec_s[t][nd] * self._attempt_noise(t)
         self.attempts[t] += 1
@@ -529,7 +514,7 @@ class Simulator:
         self._push(now + run.work_left * self.slow_factor.item(nd), FINISH, t, run.version)
         overrun = self.config.overrun_factor
         if overrun and not self.classic and self.migrations[t] < self.config.max_migrations:
-            self._push(self.now + overrun * float(self.cp.exec_s[t, nd]), OVERRUN, t, run.version)
+            self._push(now + overrun * float(self.cp.exec_s[t, nd]), OVERRUN, t, run.version)
 
     # ---- the contended network ---------------------------------------------------------
 
@@ -758,7 +743,7 @@ class Simulator:
         of tasks ready, and re-sorting them at every decision was most of the engine's time there.
         """
         ins, outs, lst = self._ready_in, self._ready_out, self._ready_list
-        if lst is not None and not ins and not outs and self._ready_view is not None:
+        if self._ready_view is not None and not ins and not outs:
             return self._ready_view
         n = len(self.ready)
         buf = self._ready_buf
@@ -791,7 +776,7 @@ class Simulator:
     def decision_point(self) -> DecisionPoint:
         """The read-only view of now, with the shared decision rules (nothing advances); tasks deferred at this
         instant are left out of its ready set (its wake instant still counts them)."""
-        dp = (self._dp_class or self.decision_point_class())(self)
+        dp = DecisionPoint(self)
         if self.deferred:
             dp = dp.without(np.array(sorted(self.deferred), dtype=np.int64))
         return dp
@@ -824,8 +809,7 @@ class Simulator:
             return self._next_legal(must_step, observer)
         if self._asked:
             self._asked = False
-            if not self.running:
-                self._check_stall()
+            self._check_stall()
         step, n_tasks = self.step, self._n_tasks
         while self.n_done != n_tasks and self.now <= max_time_s:
             if observer is not None:
@@ -838,8 +822,7 @@ class Simulator:
                 self._changed = False
                 self._asked = True
                 return self.decision_point()
-            if not self.running:
-                self._check_stall()
+            self._check_stall()
         return None
 
     def _check_stall(self) -> None:
@@ -895,8 +878,7 @@ class Simulator:
         start = self.start
         for t, nd in decision.assignments:
             start(int(t), int(nd))
-        if decision.wake_at is not None:
-            self.schedule_wake(decision.wake_at)
+        self.schedule_wake(decision.wake_at)
 
     def run(self, scheduler: Scheduler, max_time_s: float = _INF) -> Trace:
         """Run to completion (or `max_time_s`): ask the scheduler at every decision point; return the trace."""
