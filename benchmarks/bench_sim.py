@@ -80,9 +80,9 @@ class QueueReplay(Scheduler):
 
     name = "queue_replay"
 
-    def __init__(self, node: list[int], queues: list[list[int]], read_ready: bool = False) -> None:
+    def __init__(self, queues: list[list[int]], read_ready: bool = False) -> None:
         super().__init__()
-        self.node, self.queues, self.head = node, queues, [0] * len(queues)
+        self.queues, self.head = queues, [0] * len(queues)
         self.waiting = set(range(len(queues)))  # nodes with tasks left to start
         self.read_ready, self.ready_s = read_ready, 0.0
 
@@ -115,7 +115,7 @@ class QueueReplay(Scheduler):
         return Decision(out, wake if math.isfinite(wake) else None)
 
 
-def stream_workload(n_tasks: int) -> tuple[object, list[int], list[list[int]]]:
+def stream_workload(n_tasks: int) -> tuple[object, list[list[int]]]:
     """A stream of about n_tasks tasks on large-100 and its placement: least-loaded fitting node, per-node
     order by (submission, topological rank) so no node waits on a task queued behind it elsewhere."""
     n_wf = max(1, round(n_tasks / TASKS_PER_WORKFLOW))
@@ -127,28 +127,26 @@ def stream_workload(n_tasks: int) -> tuple[object, list[int], list[list[int]]]:
     fits = np.all(cp.req[:, None, :] <= cp.cap[None, :, :] + 1e-9, axis=2)
     share = cp.exec_s * (cp.req[:, 0:1] / cp.cap[None, :, 0])  # core-seconds per core of the node
     load = np.zeros(cp.n_nodes)
-    node = [0] * cp.n_tasks
     queues: list[list[int]] = [[] for _ in range(cp.n_nodes)]
     for t in order.tolist():
         nd = int(np.argmin(np.where(fits[t], load, np.inf)))
         load[nd] += share[t, nd]
-        node[t] = nd
         queues[nd].append(t)
-    return cp, node, queues
+    return cp, queues
 
 
 def engine_events_per_s(workload: Path, repeats: int) -> dict[str, float]:
     """Median engine-only task events/s replaying the pickled workload (whatever engine is importable), without
     and with the ready set read at every decision, the two alternated."""
     with workload.open("rb") as fh:
-        cp, node, queues = pickle.load(fh)
+        cp, queues = pickle.load(fh)
     config = SimConfig(noise_cv=0.2)
     engine_s: dict[bool, list[float]] = {False: [], True: []}
     events = 0
     for _ in range(repeats):
         for read_ready in (False, True):
             sim = Simulator(cp, config, 1)
-            replay = QueueReplay(node, queues, read_ready)
+            replay = QueueReplay(queues, read_ready)
             replay.reset(cp, sim.decision_point(), 1)
             t0 = time.perf_counter()
             trace = sim.run(replay)
