@@ -68,7 +68,9 @@ def test_ready_is_the_sorted_ready_set_however_often_it_is_read(seed: int, load:
     every decision point where it is read, whether read at every decision or only now and then, through
     arrivals, failures, repairs and migrations; it cannot be written."""
     cp = compile_problem(generate_stream(cluster_preset("small-3"), 6, load, "bursty", seed=seed).problem())
-    config = SimConfig(noise_cv=0.4, mtbf_s=300.0, mttr_s=30.0, overrun_factor=1.5)
+    # failures often enough to matter, but rare against the longest task, so that every task gets through
+    longest = float(cp.exec_s.max())
+    config = SimConfig(noise_cv=0.4, mtbf_s=10 * longest, mttr_s=longest, overrun_factor=1.5)
     sim = Simulator(cp, config, seed)
     rng = np.random.default_rng(seed)
     k = 0
