@@ -39,6 +39,12 @@ class PlanState:
         cp = self.cp
         return cp.input_arrival_s(t, self.node, self.finish, max(float(cp.wf_submit_s[cp.task_wf[t]]), self.dp.now))
 
+    def copy(self) -> PlanState:
+        """An independent copy (for trying a placement and completing the plan from it)."""
+        twin = PlanState.__new__(PlanState)
+        twin.dp, twin.cp, twin.node, twin.finish = self.dp, self.cp, self.node.copy(), self.finish.copy()
+        return twin
+
     def place(self, t: int, nd: int, finish_s: float) -> None:
         self.node[t] = nd
         self.finish[t] = finish_s

@@ -192,3 +192,12 @@ class Timelines(list[NodeTimeline]):
         self.last_use = np.array([line.times[-1] for line in lines], dtype=np.float64)
         for row, line in enumerate(lines):
             line._last_use, line._row = self.last_use, row
+
+    def copy(self) -> Timelines:
+        """An independent copy (a planner trying a choice on it leaves this one as it was)."""
+        lines = []
+        for line in self:
+            twin = NodeTimeline(line.cap, line.available_from)
+            twin.times, twin.used = line.times.copy(), line.used.copy()
+            lines.append(twin)
+        return Timelines(lines)
