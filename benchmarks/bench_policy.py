@@ -16,8 +16,14 @@ that predates them). Prints; asserts nothing.
 With `--search SIMS`, also `mcts` (PUCT with the policy's priors) and `mcts_uct` at the same number of
 simulations per decision (and the seconds each spent, so the time per decision can be read off).
 
+The planners (`--planners`, default heft_lookahead,drl_plan): `heft_lookahead` (HEFT's rollout, every
+choice completed), `drl_plan` (completed only where the learned node rule doubts HEFT's node) and, at
+exactly drl_plan's budget on each problem (the task placements its completions made), the same rollout
+unguided: `lookahead@budget` looks at choices in planning order until the budget is spent,
+`random@budget` at each choice with drl_plan's share of looked-at choices on that problem (seeded).
+
 Run: .venv/bin/python benchmarks/bench_policy.py [--seeds 10] [--policy STEM] [--actions pair,task_eft,rank_node]
-     [--search 16]
+     [--search 16] [--planners heft_lookahead,drl_plan] [--node-rule STEM]
 """
 
 from __future__ import annotations
@@ -33,13 +39,34 @@ from dagsched.generate import cluster_preset, generate_workflow
 from dagsched.generate.clusters import random_cluster
 from dagsched.generate.recipes import recipe_workflow
 from dagsched.model import Problem, compile_problem
+from dagsched.policy.node_rule import NodeRule
 from dagsched.schedulers import simulate
 from dagsched.schedulers.base import make_scheduler
 from dagsched.schedulers.drl import DRLScheduler
+from dagsched.schedulers.drl_plan import DRLPlan
+from dagsched.schedulers.heft_lookahead import Choice, HEFTLookahead
 from dagsched.schedulers.mcts import MCTS, MCTSUCT, MCTSConfig
 from dagsched.sim.config import SimConfig, mode_settings
 
 HEURISTICS = ("heft", "peft", "cpop", "min_min")
+
+
+class RandomGate(HEFTLookahead):
+    """The rollout looking at each choice with probability `share` (the unguided twin of drl_plan's gate)."""
+
+    def __init__(self, share: float, budget: int, seed: int) -> None:
+        self.share, self.max_placements, self.rng = share, budget, np.random.default_rng(seed)
+
+    def worth_looking(self, t: int, nodes: np.ndarray, choice: Choice) -> np.ndarray:
+        return nodes if self.rng.random() < self.share else nodes[:1]
+
+
+def budgeted(budget: int) -> HEFTLookahead:
+    planner = HEFTLookahead()
+    planner.max_placements = budget
+    return planner
+
+
 CCRS = (0.1, 1.0, 5.0, 10.0)
 RECIPES = ("montage", "epigenomics", "1000genome")
 
@@ -77,13 +104,21 @@ def main() -> None:
     parser.add_argument("--groups", default=None, help="only these groups, e.g. 'etl_star CCR 5,etl_star CCR 10'")
     parser.add_argument("--mode", default="classic", help="simulator mode: classic, or cloud (noise, failures)")
     parser.add_argument("--search", type=int, default=0, help="also mcts and mcts_uct at this many sims per decision")
+    parser.add_argument("--planners", default="heft_lookahead,drl_plan", help="rollout planners ('' for none)")
+    parser.add_argument("--node-rule", default=None, help="node rule stem for drl_plan (default: the shipped one)")
     args = parser.parse_args()
+    rule = NodeRule.load(args.node_rule) if args.node_rule else None
+    planners = [p for p in args.planners.split(",") if p]
+    if "drl_plan" in planners:
+        planners += ["lookahead@budget", "random@budget"]
     classic = SimConfig(**mode_settings(args.mode))
     actions = args.actions.split(",")
-    learned = [f"drl[{a}]" for a in actions]
+    learned = [f"drl[{a}]" for a in actions if a]
     names = [*HEURISTICS, *learned]
     if args.search:
         names += ["mcts_uct", "mcts"]
+    names += planners
+    looked: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     ratios: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     to_best: dict[str, list[float]] = defaultdict(list)
     wtl: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))
@@ -108,6 +143,14 @@ def main() -> None:
             elif name in ("mcts", "mcts_uct"):
                 config = MCTSConfig(sims=args.search)
                 sched = MCTS(config, policy_path=args.policy) if name == "mcts" else MCTSUCT(config)
+            elif name == "drl_plan":
+                sched = DRLPlan(rule=rule)
+                guided = sched
+            elif name == "lookahead@budget":
+                sched = budgeted(guided.max_placements - guided.left)
+            elif name == "random@budget":
+                share = guided.looked / max(guided.choices, 1)
+                sched = RandomGate(share, guided.max_placements - guided.left, len(makespans))
             else:
                 sched = make_scheduler(name)
             t0 = time.perf_counter()
@@ -116,6 +159,9 @@ def main() -> None:
             decisions[name] += result.metrics.decisions
             assert result.valid, f"{name} on {group}: invalid trace"
             makespans[name] = result.metrics.makespan
+            if isinstance(sched, HEFTLookahead):
+                looked[name][0] += sched.looked
+                looked[name][1] += sched.choices
         heft = makespans["heft"]
         best = min(makespans[h] for h in HEURISTICS)
         for name in names:
@@ -138,6 +184,10 @@ def main() -> None:
         per = secs[name] / max(decisions[name], 1) * 1e3
         worst = max(to_best[name])
         print(f"  {name:<16}{m:.4f} [{lo:.4f}, {hi:.4f}]  worst {worst:.4f}  {secs[name]:8.1f} s  {per:7.2f} ms")
+    if looked:
+        print("\n## rollout planners: share of the choices (of two or more nodes) whose plans were completed")
+        for name, (done, choices) in looked.items():
+            print(f"  {name:<16}{done / max(choices, 1):.3f} of {choices}")
 
 
 if __name__ == "__main__":

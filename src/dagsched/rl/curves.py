@@ -18,6 +18,10 @@ CURVES = (
     ("teacher_share_learner", "labels from the learner's own rollout"),
     ("bc_loss", "imitation loss"),
 )
+NODE_RULE_CURVES = (
+    ("validation_vs_heft", "validation makespan / HEFT (drl_plan)"),
+    ("validation_looked_share", "share of choices completed"),
+)
 
 
 def plot_training(meta_path: str | Path, out_png: str | Path) -> list[str]:
@@ -28,10 +32,14 @@ def plot_training(meta_path: str | Path, out_png: str | Path) -> list[str]:
     import matplotlib.pyplot as plt
 
     meta: dict[str, Any] = json.loads(Path(meta_path).read_text())
+    curves, title = CURVES, meta.get("training", {}).get("algorithm", "")
     history = meta.get("training", {}).get("history", [])
+    if meta.get("kind") == "node_rule":  # dagsched train-node-rule's record
+        curves, title = NODE_RULE_CURVES, "node rule, DAgger on heft_lookahead's labels"
+        history = [dict(h, phase="DAgger") for h in meta.get("history", [])]
     if not history:
         raise ValueError(f"{meta_path}: no training history (was it written by dagsched train?)")
-    drawn = [(key, label) for key, label in CURVES if any(key in h for h in history)]
+    drawn = [(key, label) for key, label in curves if any(key in h for h in history)]
     fig, axes = plt.subplots(1, len(drawn), figsize=(4 * len(drawn), 3.2), squeeze=False)
     for ax, (key, label) in zip(axes[0], drawn, strict=True):
         for phase in dict.fromkeys(h["phase"] for h in history):
@@ -39,13 +47,13 @@ def plot_training(meta_path: str | Path, out_png: str | Path) -> list[str]:
             if points:
                 xs, ys = zip(*points, strict=True)
                 ax.plot(xs, ys, marker=".", label=phase)
-        if key == "eval_ratio":
+        if key in ("eval_ratio", "validation_vs_heft"):
             ax.axhline(1.0, color="grey", lw=0.8, ls="--")
         ax.set_title(label, fontsize=9)
         ax.set_xlabel("round / iteration")
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=8)
-    fig.suptitle(f"{Path(meta_path).stem}: {meta['training'].get('algorithm', '')}", fontsize=9)
+    fig.suptitle(f"{Path(meta_path).stem}: {title}", fontsize=9)
     fig.tight_layout()
     fig.savefig(out_png, dpi=110)
     plt.close(fig)

@@ -3,10 +3,12 @@
 from dagsched.schedulers import (  # noqa: F401
     cpop,
     drl,
+    drl_plan,
     fair,
     fcfs,
     fifo,
     heft,
+    heft_lookahead,
     kube_default,
     max_min,
     mcts,
