@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dagsched.sim.slots
-from dagsched.sim.slots import NodeTimeline
+from dagsched.sim.slots import NodeTimeline, Timelines
 
 INF = float("inf")
 
@@ -80,3 +80,21 @@ def test_earliest_starts_tolerates_rounding_at_a_slot_end(few: int) -> None:
         mp.setattr(dagsched.sim.slots, "_FEW_QUERIES", few)
         got = line.earliest_starts(np.array([0.1, 0.1]), np.array([0.2, 0.25]), (1.0, 0.0, 0.0))
     assert got.tolist() == [0.1, 1.0] == [line.earliest_start(0.1, d, (1.0, 0.0, 0.0)) for d in (0.2, 0.25)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(case=timelines(), extra=st.tuples(round_times, round_durations))
+def test_a_copy_of_timelines_answers_alike_and_changes_alone(case: Case, extra: tuple[float, float]) -> None:
+    """What heft_lookahead relies on to try a choice: the copy gives the same earliest starts, and a reservation on
+    it leaves the original (and the original's last-use array) as it was."""
+    line, queries = case
+    lines = Timelines([line, NodeTimeline(line.cap)])
+    twin = lines.copy()
+    for ready, duration, req in queries:
+        assert twin[0].earliest_start(ready, duration, req) == line.earliest_start(ready, duration, req)
+    before = (list(line.times), list(line.used), lines.last_use.copy())
+    start, duration = extra
+    twin[0].reserve(start, start + duration + 1.0, queries[0][2])
+    twin[1].reserve(start, start + duration + 1.0, queries[0][2])
+    assert (line.times, line.used) == before[:2] and np.array_equal(lines.last_use, before[2])
+    assert lines[1].times == [0.0] and twin.last_use[1] == start + duration + 1.0
