@@ -119,8 +119,8 @@ class LabellingPlanner(DRLPlan):
         self.samples.append((x, gaps))
         if self.rule is None or self.rng.random() < self.beta:
             return int(tried[int(np.argmin(gaps))])
-        guided = DRLPlan.worth_looking(self, t, tried, choice)  # what drl_plan would complete from
-        return int(guided[int(np.argmin(gaps[np.isin(tried, guided)]))])
+        guided = self.gate(x)  # the candidates drl_plan would complete from
+        return int(tried[guided][int(np.argmin(gaps[guided]))])
 
 
 class _Scorer(nn.Module):

@@ -38,9 +38,11 @@ class DRLPlan(HEFTLookahead):
         self.context = PlanContext(cp)
 
     def worth_looking(self, t: int, nodes: np.ndarray, choice: Choice) -> np.ndarray:
-        p = self.rule.probabilities(self.context.features(t, nodes, choice))
-        if 1.0 - p[0] < self.risk:
-            return nodes[:1]
-        keep = p >= self.min_share
+        return np.asarray(nodes[self.gate(self.context.features(t, nodes, choice))])
+
+    def gate(self, x: np.ndarray) -> np.ndarray:
+        """Which candidates (rows of their features `x`) to complete: HEFT's alone unless the rule doubts it."""
+        p = self.rule.probabilities(x)
+        keep = p >= self.min_share if 1.0 - p[0] >= self.risk else np.zeros(len(p), dtype=bool)
         keep[0] = True
-        return nodes[keep]
+        return keep
