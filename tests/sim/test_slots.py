@@ -1,4 +1,5 @@
-"""NodeTimeline.earliest_starts answers every query exactly as earliest_start does, down both of its paths."""
+"""NodeTimeline.earliest_starts answers every query exactly as earliest_start does, down both of its paths;
+no slot crowds out a zero-length use planned inside it."""
 
 from __future__ import annotations
 
@@ -70,6 +71,43 @@ def test_earliest_starts_on_a_classic_queue() -> None:
     assert got.tolist() == [5.0, 9.0, 9.0, 12.0, 6.0]
 
 
+@settings(max_examples=200, deadline=None)
+@given(case=timelines())
+def test_a_slot_never_crowds_out_a_zero_length_use(case: Case) -> None:
+    """Brute force over the recorded points: where one lies strictly inside a returned slot, the slot's request,
+    the point's and what else is planned then fit the node together (in classic mode they never do)."""
+    line, queries = case
+    for ready, duration, req in queries:
+        start = line.earliest_start(ready, duration, req)
+        for at, other in zip(line.points, line.point_reqs, strict=True):
+            if start < at < start + duration:
+                used = line.used_at(at)
+                assert all(used[k] + req[k] + other[k] <= line.cap[k] + 1e-9 for k in range(3)), (start, at)
+
+
+@pytest.mark.parametrize("few", [0, 10**9], ids=["numpy", "loop"])
+def test_a_zero_length_use_holds_its_instant(few: int) -> None:
+    """Classic node, a zero-length task planned at 5 and nothing else: a 10-long task ready at 0 starts at 5 (the
+    zero-length one runs first at 5), not across it at 0; a 5-long one ends at 5 and starts at 0; a second
+    zero-length one shares the instant; after it the node is free; the node's planned use now ends at 5, not 0."""
+    one = (1.0, 0.0, 0.0)
+    lines = Timelines([NodeTimeline((1.0, INF, INF))])
+    line = lines[0]
+    line.reserve(5.0, 5.0, one)
+    assert line.points == [5.0] and lines.last_use[0] == 5.0
+    want = [5.0, 0.0, 5.0, 6.0]
+    queries = [(0.0, 10.0), (0.0, 5.0), (5.0, 0.0), (6.0, 1.0)]
+    assert [line.earliest_start(ready, duration, one) for ready, duration in queries] == want
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(dagsched.sim.slots, "_FEW_QUERIES", few)
+        got = line.earliest_starts(np.array([0.0, 0.0, 5.0, 6.0]), np.array([10.0, 5.0, 0.0, 1.0]), one)
+    assert got.tolist() == want
+    cloud = NodeTimeline((4.0, 16.0, 0.0))
+    cloud.reserve(5.0, 5.0, (1.0, 0.0, 0.0))
+    assert cloud.earliest_start(0.0, 10.0, (3.0, 0.0, 0.0)) == 0.0  # room for both at 5
+    assert cloud.earliest_start(0.0, 10.0, (3.5, 0.0, 0.0)) == 5.0  # none
+
+
 @pytest.mark.parametrize("few", [0, 10**9], ids=["numpy", "loop"])
 def test_earliest_starts_tolerates_rounding_at_a_slot_end(few: int) -> None:
     """Busy from 0.3: a 0.2-long task ready at 0.1 ends at 0.1 + 0.2 = 0.30000000000000004 in floats, within
@@ -92,9 +130,10 @@ def test_a_copy_of_timelines_answers_alike_and_changes_alone(case: Case, extra: 
     twin = lines.copy()
     for ready, duration, req in queries:
         assert twin[0].earliest_start(ready, duration, req) == line.earliest_start(ready, duration, req)
-    before = (list(line.times), list(line.used), lines.last_use.copy())
+    before = (list(line.times), list(line.used), list(line.points), lines.last_use.copy())
     start, duration = extra
     twin[0].reserve(start, start + duration + 1.0, queries[0][2])
+    twin[0].reserve(start, start, queries[0][2])
     twin[1].reserve(start, start + duration + 1.0, queries[0][2])
-    assert (line.times, line.used) == before[:2] and np.array_equal(lines.last_use, before[2])
+    assert (line.times, line.used, line.points) == before[:3] and np.array_equal(lines.last_use, before[3])
     assert lines[1].times == [0.0] and twin.last_use[1] == start + duration + 1.0

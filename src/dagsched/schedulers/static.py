@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import heapq
 from abc import abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import ClassVar
 
 import numpy as np
@@ -160,9 +160,7 @@ class StaticPlanner(Scheduler):
         placed = [t for t in tasks if np.isfinite(self.planned_start[t])]
         self.unplaced = len(placed) < len(tasks)
         self.planned_up = dp.node_up.copy()
-        pos = self._topo_position(dp.cp)
-        # ties by topological position: a zero-length parent planned at its child's start goes first
-        for t in sorted(placed, key=lambda t: (self.planned_start[t], pos[t])):
+        for t in sorted(placed, key=self._queue_key(dp.cp)):
             self.queues[int(self.node[t])].append(t)
 
     def _plan_arrivals(self, dp: DecisionPoint) -> None:
@@ -184,16 +182,19 @@ class StaticPlanner(Scheduler):
         placed = [t for t in tasks if np.isfinite(self.planned_start[t])]
         self.unplaced = self.unplaced or len(placed) < len(tasks)
         self.planned_up = dp.node_up.copy()  # what unplaced tasks wait on changing (a down node coming back)
-        pos = self._topo_position(dp.cp)
+        key = self._queue_key(dp.cp)
         for nd in {int(self.node[t]) for t in placed}:
             queue = self.queues[nd] + [t for t in placed if self.node[t] == nd]
-            self.queues[nd] = sorted(queue, key=lambda t: (self.planned_start[t], pos[t]))
+            self.queues[nd] = sorted(queue, key=key)
 
-    @staticmethod
-    def _topo_position(cp: CompiledProblem) -> np.ndarray:
+    def _queue_key(self, cp: CompiledProblem) -> Callable[[int], tuple[float, bool, int]]:
+        """A node's dispatch order: planned start; at one instant zero-length tasks first (a slot may start
+        at a zero-length task's instant, `NodeTimeline`), then topological position (a zero-length parent
+        planned at its child's start goes first)."""
         pos = np.empty(cp.n_tasks, dtype=np.int64)
         pos[cp.topo] = np.arange(cp.n_tasks)
-        return pos
+        start, finish = self.planned_start, self.planned_finish
+        return lambda t: (float(start[t]), bool(finish[t] > start[t]), int(pos[t]))
 
     def _needs_replan(self, dp: DecisionPoint) -> bool:
         """Whether every unstarted task must be planned again (an arrival alone, in keep mode, need not)."""

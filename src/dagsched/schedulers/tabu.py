@@ -34,13 +34,7 @@ _EPS = 1e-9  # the simulator's tolerance in fits_now
 
 
 def _clone(lines: list[NodeTimeline]) -> list[NodeTimeline]:
-    out = []
-    for line in lines:
-        c = NodeTimeline(line.cap, line.available_from)
-        c.times = list(line.times)
-        c.used = list(line.used)
-        out.append(c)
-    return out
+    return [line.copy() for line in lines]
 
 
 @register

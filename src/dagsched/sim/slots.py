@@ -25,15 +25,24 @@ class NodeTimeline:
 
     `times[i]` starts segment i, which lasts until `times[i + 1]` (the last segment
     lasts forever and is always empty). `used[i]` is the planned use in segment i.
+
+    A zero-length use (a task of no duration) holds no segment but is not nothing: the
+    simulator starts it at its instant only if its request fits beside what runs then, so
+    a longer use planned across that instant where it would not fit is a plan the run
+    cannot follow. Such uses are kept as `points` (instants, sorted) with their requests,
+    and a search never returns a slot that strictly contains one it would crowd out; a
+    slot may start at the instant itself (the dispatchers run the zero-length use first).
     """
 
-    __slots__ = ("cap", "available_from", "times", "used", "_last_use", "_row")
+    __slots__ = ("cap", "available_from", "times", "used", "points", "point_reqs", "_last_use", "_row")
 
     def __init__(self, cap: Vec, available_from: float = 0.0) -> None:
         self.cap = cap
         self.available_from = available_from
         self.times: list[float] = [0.0]
         self.used: list[Vec] = [(0.0, 0.0, 0.0)]
+        self.points: list[float] = []
+        self.point_reqs: list[Vec] = []
         self._last_use: npt.NDArray[np.float64] | None = None  # a Timelines' array this line keeps current
         self._row = 0
 
@@ -47,8 +56,41 @@ class NodeTimeline:
         eps = 1e-9
         return u[0] + req[0] <= c[0] + eps and u[1] + req[1] <= c[1] + eps and u[2] + req[2] <= c[2] + eps
 
+    def copy(self) -> NodeTimeline:
+        """An independent copy (not attached to any `Timelines`' arrays)."""
+        twin = NodeTimeline(self.cap, self.available_from)
+        twin.times, twin.used = self.times.copy(), self.used.copy()
+        twin.points, twin.point_reqs = self.points.copy(), self.point_reqs.copy()
+        return twin
+
     def earliest_start(self, ready_s: float, duration_s: float, req: Vec) -> float:
-        """Earliest s >= ready_s (and >= available_from) with req free over [s, s + duration_s)."""
+        """Earliest s >= ready_s (and >= available_from) with req free over [s, s + duration_s), crowding out
+        no zero-length use planned strictly inside."""
+        start = self._segment_start(ready_s, duration_s, req)
+        if self.points:
+            while (blocked := self._crowded_point(start, duration_s, req)) is not None:
+                start = self._segment_start(blocked, duration_s, req)
+        return start
+
+    def _crowded_point(self, start_s: float, duration_s: float, req: Vec) -> float | None:
+        """The first zero-length use strictly inside (start_s, start_s + duration_s) that req would leave no
+        room for at its instant, or None."""
+        points, end, eps = self.points, start_s + duration_s, 1e-9
+        c = self.cap
+        k = bisect_right(points, start_s)
+        while k < len(points) and points[k] < end:
+            u, z = self.used_at(points[k]), self.point_reqs[k]
+            if not (
+                u[0] + req[0] + z[0] <= c[0] + eps
+                and u[1] + req[1] + z[1] <= c[1] + eps
+                and u[2] + req[2] + z[2] <= c[2] + eps
+            ):
+                return points[k]
+            k += 1
+        return None
+
+    def _segment_start(self, ready_s: float, duration_s: float, req: Vec) -> float:
+        """Earliest s >= ready_s (and >= available_from) with req free over [s, s + duration_s) in the segments."""
         ready_s = max(ready_s, self.available_from)
         times = self.times
         if ready_s >= times[-1]:
@@ -87,6 +129,23 @@ class NodeTimeline:
         reqs = np.asarray(req, dtype=np.float64).reshape(-1, 3)
         if np.size(ready_s) == 0:
             return np.zeros(0)
+        if self.points:  # the searches below see segments only; redo a slot that holds a zero-length use
+            starts = self._segment_starts(ready_s, duration_s, reqs)
+            duration = np.broadcast_to(np.asarray(duration_s, dtype=np.float64), starts.shape)
+            points = np.asarray(self.points)
+            first = np.searchsorted(points, starts, side="right")
+            holds = (first < len(points)) & (points[np.minimum(first, len(points) - 1)] < starts + duration)
+            ready = np.broadcast_to(np.asarray(ready_s, dtype=np.float64), starts.shape)
+            for i in np.flatnonzero(holds).tolist():
+                r = reqs[i if len(reqs) > 1 else 0]
+                starts[i] = self.earliest_start(float(ready[i]), float(duration[i]), (r[0], r[1], r[2]))
+            return starts
+        return self._segment_starts(ready_s, duration_s, reqs)
+
+    def _segment_starts(
+        self, ready_s: npt.ArrayLike, duration_s: npt.ArrayLike, reqs: npt.NDArray[np.float64]
+    ) -> npt.NDArray[np.float64]:
+        """`_segment_start` of many queries at once (see `earliest_starts`)."""
         if np.size(ready_s) < _FEW_QUERIES:  # below this, numpy's fixed cost exceeds the plain loop's
             return self._earliest_starts_by_runs(ready_s, duration_s, reqs)
         ready = np.maximum(np.asarray(ready_s, dtype=np.float64), self.available_from)
@@ -118,7 +177,7 @@ class NodeTimeline:
         duration = np.asarray(duration_s, dtype=np.float64).tolist()
         per_query: list[Vec] = [(r[0], r[1], r[2]) for r in reqs.tolist()]
         if len(per_query) > 1:
-            return np.array([self.earliest_start(*q) for q in zip(ready, duration, per_query, strict=True)])
+            return np.array([self._segment_start(*q) for q in zip(ready, duration, per_query, strict=True)])
         starts, ends = self._free_runs(per_query[0])
         past, available_from = self.times[-1], self.available_from  # past every planned use the node is empty
         out = []
@@ -158,8 +217,15 @@ class NodeTimeline:
         return i + 1
 
     def reserve(self, start_s: float, end_s: float, req: Vec) -> None:
-        """Add a planned use of req over [start_s, end_s)."""
+        """Add a planned use of req over [start_s, end_s); one of no length is kept as a point (see the class)."""
         if end_s <= start_s:
+            if start_s < inf and req != (0.0, 0.0, 0.0):
+                k = bisect_right(self.points, start_s)
+                self.points.insert(k, start_s)
+                self.point_reqs.insert(k, req)
+                self._split(start_s)  # the last planned use now ends no earlier than the point
+                if self._last_use is not None:
+                    self._last_use[self._row] = self.times[-1]
             return
         i = self._split(start_s)
         j = self._split(end_s)
@@ -195,9 +261,4 @@ class Timelines(list[NodeTimeline]):
 
     def copy(self) -> Timelines:
         """An independent copy (a planner trying a choice on it leaves this one as it was)."""
-        lines = []
-        for line in self:
-            twin = NodeTimeline(line.cap, line.available_from)
-            twin.times, twin.used = line.times.copy(), line.used.copy()
-            lines.append(twin)
-        return Timelines(lines)
+        return Timelines([line.copy() for line in self])
