@@ -14,7 +14,9 @@ to the best of the heuristics on each problem. The learned policy runs with each
 that predates them). Prints; asserts nothing.
 
 With `--search SIMS`, also `mcts` (PUCT with the policy's priors) and `mcts_uct` at the same number of
-simulations per decision (and the seconds each spent, so the time per decision can be read off).
+simulations per decision (and the seconds each spent, so the time per decision can be read off); with
+`--choose visits,best` both of MCTS's rules for the action played, side by side (`mcts[best]`,
+`mcts[visits]`, ...; default `best` alone, MCTS's default).
 
 The planners (`--planners`, default heft_lookahead,drl_plan): `heft_lookahead` (HEFT's rollout, every
 choice completed), `drl_plan` (completed only where the learned node rule doubts HEFT's node) and, at
@@ -23,7 +25,7 @@ unguided: `lookahead@budget` looks at choices in planning order until the budget
 `random@budget` at each choice with drl_plan's share of looked-at choices on that problem (seeded).
 
 Run: .venv/bin/python benchmarks/bench_policy.py [--seeds 10] [--policy STEM] [--actions pair,task_eft,rank_node]
-     [--search 16] [--planners heft_lookahead,drl_plan] [--node-rule STEM]
+     [--search 16] [--choose visits,best] [--planners heft_lookahead,drl_plan] [--node-rule STEM]
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import argparse
 import inspect
 import time
 from collections import defaultdict
+from dataclasses import replace
 
 import numpy as np
 
@@ -104,6 +107,10 @@ def main() -> None:
     parser.add_argument("--groups", default=None, help="only these groups, e.g. 'etl_star CCR 5,etl_star CCR 10'")
     parser.add_argument("--mode", default="classic", help="simulator mode: classic, or cloud (noise, failures)")
     parser.add_argument("--search", type=int, default=0, help="also mcts and mcts_uct at this many sims per decision")
+    parser.add_argument(
+        "--choose", default="best", help="mcts's rule for the action played: best, visits, or both ('visits,best')"
+    )
+    parser.add_argument("--plan-work", type=float, default=None, help="mcts's rollout work per plan (default its own)")
     parser.add_argument("--planners", default="heft_lookahead,drl_plan", help="rollout planners ('' for none)")
     parser.add_argument("--node-rule", default=None, help="node rule stem for drl_plan (default: the shipped one)")
     args = parser.parse_args()
@@ -116,7 +123,10 @@ def main() -> None:
     learned = [f"drl[{a}]" for a in actions if a]
     names = [*HEURISTICS, *learned]
     if args.search:
-        names += ["mcts_uct", "mcts"]
+        rules = args.choose.split(",")
+        for rule_name in rules:
+            suffix = f"[{rule_name}]" if len(rules) > 1 else ""
+            names += [f"mcts_uct{suffix}", f"mcts{suffix}"]
     names += planners
     looked: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     ratios: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -140,9 +150,13 @@ def main() -> None:
                 if "action" in inspect.signature(DRLScheduler).parameters:  # a dagsched that predates it: pairs
                     kwargs["action"] = action
                 sched = DRLScheduler(**kwargs)
-            elif name in ("mcts", "mcts_uct"):
-                config = MCTSConfig(sims=args.search)
-                sched = MCTS(config, policy_path=args.policy) if name == "mcts" else MCTSUCT(config)
+            elif name.startswith("mcts"):
+                choose = name.partition("[")[2].rstrip("]") or args.choose
+                config = MCTSConfig(sims=args.search, choose=choose)
+                if args.plan_work is not None:
+                    config = replace(config, plan_work=args.plan_work)
+                guided_search = not name.startswith("mcts_uct")
+                sched = MCTS(config, policy_path=args.policy) if guided_search else MCTSUCT(config)
             elif name == "drl_plan":
                 sched = DRLPlan(rule=rule)
                 guided = sched

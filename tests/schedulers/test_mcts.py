@@ -70,10 +70,11 @@ def test_one_simulation_plays_the_rollout_policys_choice(heft_example: CompiledP
 def test_puct_with_one_simulation_plays_the_policy_argmax(
     heft_example: CompiledProblem, untrained_policy: Path
 ) -> None:
-    """PUCT with one simulation plays the legal action of highest prior (the policy's masked argmax)."""
+    """PUCT with one simulation and the "visits" rule plays the legal action of highest prior (the policy's
+    masked argmax)."""
     sim = Simulator(heft_example, CLASSIC)
     sim.step()
-    sched = MCTS(MCTSConfig(sims=1), policy_path=untrained_policy)
+    sched = MCTS(MCTSConfig(sims=1, choose="visits"), policy_path=untrained_policy)
     sched.reset(heft_example, sim.decision_point())
     pairs = legal_pairs(sim)
     priors = sched._priors(sim.fork(), pairs + [WAIT])
@@ -86,6 +87,28 @@ def test_search_beats_heft_on_the_paper_example(heft_example: CompiledProblem) -
     """With 256 simulations per decision UCT finds a schedule of 76 < HEFT's 80 on the paper's example."""
     result = simulate(heft_example, MCTSUCT(MCTSConfig(sims=256)), CLASSIC)
     assert result.valid and result.metrics.makespan <= 76.0 + 1e-9
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(index=st.integers(0, 39), guided=st.booleans(), sims=st.sampled_from([1, 2, 4, 8]))
+def test_playing_towards_the_best_plan_never_ends_after_heft(
+    index: int, guided: bool, sims: int, untrained_policy: Path
+) -> None:
+    """choose="best" in classic mode, with the plan budget unbounded: the rollout policy's action is always tried
+    and the action played leads to the best plan found, so the run ends no later than HEFT's plan, whatever the
+    priors (an untrained policy's here) and the number of simulations."""
+    cp = small_problems(40, seed=11)[index]
+    heft = simulate(cp, "heft", CLASSIC).metrics.makespan
+    config = MCTSConfig(sims=sims, choose="best", plan_work=float("inf"))
+    sched = MCTS(config, policy_path=untrained_policy) if guided else MCTSUCT(config)
+    result = simulate(cp, sched, CLASSIC)
+    assert result.valid, result.violations
+    assert result.metrics.makespan <= heft * (1 + 1e-9)
+
+
+def test_choose_names_its_rules() -> None:
+    with pytest.raises(ValueError, match="choose: 'most'"):
+        MCTSConfig(choose="most")
 
 
 def test_same_seed_same_plan(untrained_policy: Path) -> None:

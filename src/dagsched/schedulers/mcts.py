@@ -2,8 +2,8 @@
 
 What it does: at each decision point it grows a search tree whose edges are the legal actions
 (start a ready task on a node now, or wait where waiting can help, the environment's rule) and
-whose states are `Simulator.fork()` copies rolled forward on predicted runtimes; it plays the
-most visited action, then searches again at the same instant until it waits or nothing more
+whose states are `Simulator.fork()` copies rolled forward on predicted runtimes; it plays an
+action (below), then searches again at the same instant until it waits or nothing more
 can start. A new leaf is scored by a heuristic rollout: HEFT's plan of every unstarted task
 from the leaf's state (`search_common.plan_completion`), as the negative makespan relative to
 HEFT's plan at the first decision. `mcts_uct` selects children by UCB1 (Kocsis and Szepesvari,
@@ -15,15 +15,23 @@ ceil(pw_c * (N + 1) ** pw_alpha) children of a node visited N times, so thousand
 pairs stay tractable. The subtree of the chosen action is kept for the next decision when the
 live state matches it (always in classic mode).
 
+The action played (`choose`): the one towards the best plan found ("best", the default; single-player
+MCTS's rule, Schadd et al. 2008), or the most visited ("visits", AlphaZero's rule). For "best" every
+node keeps the best value backed up through it, the rollout policy's own action is always tried at the
+root, and with one simulation the search follows the best plan it knows, else the rollout policy. A plan is a completed schedule, so in
+classic mode, while the plan budget lasts, the run ends no later than the rollout plan from the first
+decision (HEFT's), whatever the priors; the rollout algorithm's guarantee (Bertsekas et al. 1997).
+
 Budgets: `sims` simulations per decision, and a plan budget `plan_work` in units of one task
 placed on one node by a rollout (about 3 us each), shared out over the remaining decisions;
 when the plan budget is spent the rest is dispatched by HEFT re-planned from the live state.
 Wall-clock budgets (`decision_ms`, `plan_ms`) are optional: they make runs depend on machine
 speed, so the defaults count work only and the same seed gives the same plan.
-With one simulation the search plays the first action of its widening order: the rollout
-policy's choice (UCT) or the policy's argmax (PUCT).
+With "visits" and one simulation the search plays the first action of its widening order: the
+rollout policy's choice (UCT) or the policy's argmax (PUCT).
 Complexity per simulation: one fork (O(v + m)) and one plan completion, O(v m k) with k the
-planned uses per node. Tie-breaks: most visits, then mean value, then widening order.
+planned uses per node. Tie-breaks: "best": best value, then visits, then widening order; "visits": most
+visits, then mean value, then widening order.
 Departures: rollouts are HEFT plans computed on timelines rather than stepped events (about ten
 times cheaper, the same schedule in classic mode); the value head is not used as a leaf
 estimate (its scale is the training reward's, not the makespan's).
@@ -88,20 +96,43 @@ class MCTSConfig:
     pw_alpha: float = 0.5
     reuse: bool = True
     """keep the chosen subtree for the next decision when the live state matches"""
+    choose: str = "best"
+    """the action played: "best" (towards the best plan found, the rule of single-player MCTS; the rollout
+    policy's action is always tried, so in classic mode the run ends no later than the rollout plan from the
+    first decision) or "visits" (most visited, AlphaZero's rule)"""
+
+    def __post_init__(self) -> None:
+        if self.choose not in ("visits", "best"):
+            raise ValueError(f"choose: {self.choose!r} is not 'visits' or 'best'")
 
 
 class _Node:
-    __slots__ = ("state", "key", "children", "actions", "priors", "first", "n", "w", "value", "terminal")
+    __slots__ = (
+        "state",
+        "key",
+        "children",
+        "actions",
+        "rollout",
+        "priors",
+        "first",
+        "n",
+        "w",
+        "best",
+        "value",
+        "terminal",
+    )
 
     def __init__(self, state: Simulator) -> None:
         self.state = state
         self.key = state_key(state)
         self.children: dict[Pair, _Node] = {}
         self.actions: list[Pair] | None = None
+        self.rollout: Pair | None = None  # the rollout policy's action here: HEFT's first start now, or wait
         self.priors: dict[Pair, float] = {}
         self.first: list[Pair] | None = None  # the rollout plan's starts now, when computed
         self.n = 0
         self.w = 0.0
+        self.best = -math.inf  # the best value backed up through this node (a plan that starts here)
         self.value: float | None = None
         self.terminal = False
 
@@ -189,9 +220,27 @@ class _MCTS(Scheduler):
     def _search(self, root: _Node, n_sims: int) -> Pair:
         cfg = self.config
         if n_sims <= 1:
-            return self._actions(root)[0]  # the widening order's first: the rollout (or prior) policy's choice
+            acts = self._actions(root)
+            if cfg.choose == "best":  # no search: follow the best plan known, else the rollout plan
+                known = [kv for kv in root.children.items() if kv[1].best > -math.inf]
+                if known:
+                    a, child = max(known, key=lambda kv: (kv[1].best, kv[1].n))
+                    if root.value is None or child.best >= root.value:
+                        return a
+                return root.rollout if root.rollout is not None else acts[0]
+            return acts[0]  # the widening order's first: the rollout (or prior) policy's choice
         deadline = math.inf if cfg.decision_ms is None else time.perf_counter() + cfg.decision_ms / 1e3
         lo, hi = math.inf, -math.inf
+        if cfg.choose == "best":  # the rollout policy's action: the plan to beat
+            self._actions(root)
+            first = root.rollout
+            if first is not None and first not in root.children:
+                child = self._child(root, first, evaluate=True)
+                assert child.value is not None
+                child.n, child.w, child.best = 1, child.value, child.value
+                root.n += 1
+                root.w += child.value
+                root.best = max(root.best, child.value)
         for i in range(n_sims):
             if i > 0 and time.perf_counter() > deadline:
                 break
@@ -215,9 +264,12 @@ class _MCTS(Scheduler):
             for p in path:
                 p.n += 1
                 p.w += v
+                p.best = max(p.best, v)
             self.sims_done += 1
         acts = self._actions(root)
         rank = {a: i for i, a in enumerate(acts)}
+        if cfg.choose == "best":
+            return max(root.children.items(), key=lambda kv: (kv[1].best, kv[1].n, -rank[kv[0]]))[0]
         return max(root.children.items(), key=lambda kv: (kv[1].n, kv[1].w / max(kv[1].n, 1), -rank[kv[0]]))[0]
 
     def _select(self, node: _Node, acts: list[Pair], lo: float, hi: float) -> _Node:
@@ -286,6 +338,7 @@ class _MCTS(Scheduler):
     def _actions(self, node: _Node) -> list[Pair]:
         if node.actions is None:
             node.actions = self._heuristic_order(node, legal_pairs(node.state))
+            node.rollout = node.actions[0] if node.actions else None
         return node.actions
 
 
@@ -324,6 +377,7 @@ class MCTS(_MCTS):
         if node.actions is None:
             pairs = legal_pairs(node.state)
             order = self._heuristic_order(node, pairs)
+            node.rollout = order[0] if order else None
             node.priors = self._priors(node.state, order)
             pos = {a: i for i, a in enumerate(order)}
             node.actions = sorted(order, key=lambda a: (-node.priors[a], pos[a]))
