@@ -18,9 +18,10 @@ live state matches it (always in classic mode).
 The action played (`choose`): the one towards the best plan found ("best", the default; single-player
 MCTS's rule, Schadd et al. 2008), or the most visited ("visits", AlphaZero's rule). For "best" every
 node keeps the best value backed up through it, the rollout policy's own action is always tried at the
-root, and with one simulation the search follows the best plan it knows, else the rollout policy. A plan is a completed schedule, so in
-classic mode, while the plan budget lasts, the run ends no later than the rollout plan from the first
-decision (HEFT's), whatever the priors; the rollout algorithm's guarantee (Bertsekas et al. 1997).
+root, and with one simulation the search follows the best plan it knows, else the rollout policy. A
+plan is a completed schedule, so in classic mode, while the plan budget lasts, the run ends no later
+than the rollout plan from the first decision (HEFT's), whatever the priors; the rollout algorithm's
+guarantee (Bertsekas et al. 1997).
 
 Budgets: `sims` simulations per decision, and a plan budget `plan_work` in units of one task
 placed on one node by a rollout (about 3 us each), shared out over the remaining decisions;
