@@ -190,18 +190,18 @@ def main() -> None:
         print(f"## {group} ({n} problems): makespan / HEFT's [95% CI], W/T/L vs HEFT")
         for name in names:
             m, lo, hi = _ci(ratios[group][name], rng)
-            print(f"  {name:<16}{m:.4f} [{lo:.4f}, {hi:.4f}]  {'/'.join(map(str, wtl[group][name])):>10}")
+            print(f"  {name:<17}{m:.4f} [{lo:.4f}, {hi:.4f}]  {'/'.join(map(str, wtl[group][name])):>10}")
     print("\n## ratio to the best of heft, peft, cpop, min_min on each problem: mean [95% CI], worst; time in all and")
     print("## per decision point (a decision may start several tasks)")
     for name in names:
         m, lo, hi = _ci(to_best[name], rng)
         per = secs[name] / max(decisions[name], 1) * 1e3
         worst = max(to_best[name])
-        print(f"  {name:<16}{m:.4f} [{lo:.4f}, {hi:.4f}]  worst {worst:.4f}  {secs[name]:8.1f} s  {per:7.2f} ms")
+        print(f"  {name:<17}{m:.4f} [{lo:.4f}, {hi:.4f}]  worst {worst:.4f}  {secs[name]:8.1f} s  {per:7.2f} ms")
     if looked:
         print("\n## rollout planners: share of the choices (of two or more nodes) whose plans were completed")
         for name, (done, choices) in looked.items():
-            print(f"  {name:<16}{done / max(choices, 1):.3f} of {choices}")
+            print(f"  {name:<17}{done / max(choices, 1):.3f} of {choices}")
 
 
 if __name__ == "__main__":
