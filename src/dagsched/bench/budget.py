@@ -170,10 +170,10 @@ def register(app: Any) -> None:
         exact: int = typer.Option(10, help="small problems for the exact-optimum gap (0: skip)"),
     ) -> None:
         """Quality versus budget of mcts_uct, mcts and tabu relative to HEFT, and the gap to the exact optimum."""
-        from dagsched.schedulers.mcts import default_policy_path
+        from dagsched.policy import shipped_model_path
 
-        if policy is None and default_policy_path().with_suffix(".safetensors").exists():
-            policy = str(default_policy_path())
+        if policy is None and shipped_model_path().with_suffix(".safetensors").exists():
+            policy = str(shipped_model_path())
         config = MODES[mode]
         out.mkdir(parents=True, exist_ok=True)
         budgets = [float(b) for b in budgets_ms.split(",")]
