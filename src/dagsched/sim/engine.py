@@ -460,14 +460,28 @@ class Simulator:
 
     def start(self, t: int, nd: int) -> None:
         """Start ready task t on node nd now; refuses anything illegal (`_refuse` says what)."""
-        if not (0 <= t < self._n_tasks and 0 <= nd < self._n_nodes and self.can_start(t, nd)):
-            self._refuse(t, nd)
+        # `can_start`, inline and on Python scalars (the one check every start pays; `_refuse` says what failed)
         now = self.now
-        self.epoch += 1
+        if not (0 <= t < self._n_tasks and 0 <= nd < self._n_nodes) or self.status.item(t) != READY:
+            self._refuse(t, nd)
+        allowed = self.cp.allowed
+        if (allowed is not None and not allowed[t, nd]) or not self.node_up.item(nd):
+            self._refuse(t, nd)
         req = _CLASSIC_REQUEST if self.classic else self._st.req[t]
-        free = self.free
-        row = free[nd].tolist()
-        free[nd] = (row[0] - req[0], row[1] - req[1], row[2] - req[2])
+        room = self.free[nd]  # a view: the row of the live room
+        row = room.tolist()
+        if (
+            self.node_available_s.item(nd) > now
+            or row[0] + EPS < req[0]
+            or row[1] + EPS < req[1]
+            or row[2] + EPS < req[2]
+            or (self._net is None and self.data_ready_all_s(t).item(nd) > now + EPS)
+        ):
+            self._refuse(t, nd)
+        self.epoch += 1
+        for k in (0, 1, 2):  # in place, skipping the requests of 0 (x - 0.0 is x): fewer numpy stores
+            if req[k]:
+                room[k] = row[k] - req[k]
         self.ready.discard(t)
         if t in self._ready_in:
             self._ready_in.discard(t)
@@ -477,16 +491,23 @@ class Simulator:
             self.deferred.discard(t)
         self.status[t] = RUNNING
         self.node_of[t] = nd
-        nominal = self._st.exec_s[t][nd] * self._attempt_noise(t)
-        self.attempts[t] += 1
+        attempts = self.attempts
+        tried = attempts.item(t)
+        if tried and not (self.predicted or self._sigma2 == 0.0):
+            noise = self._attempt_noise(t)  # a retry's fresh draw
+        else:  # `_attempt_noise`, inline: no noise, or the first attempt's draw
+            noise = 1.0 if self.predicted or self._sigma2 == 0.0 else self._noise_list[t]
+        nominal = self._st.exec_s[t][nd] * noise
+        attempts[t] = tried + 1
         self._version += 1
         run = _Running(nd, now, nominal, now, self._version, nominal)
         self.running[t] = run
         self.running_on[nd].add(t)
-        self.start_s[t] = now  # placement; execution's start once the inputs are in (`_begin`)
         self._changed = True
-        if self._net is not None and self._send_inputs(t, nd):
-            return  # it begins when its inputs are on nd (`_net_sync`)
+        if self._net is not None:
+            self.start_s[t] = now  # placement; execution's start once the inputs are in (`_begin`)
+            if self._send_inputs(t, nd):
+                return  # it begins when its inputs are on nd (`_net_sync`)
         self._begin(t)
 
     def _refuse(self, t: int, nd: int) -> NoReturn:
@@ -574,9 +595,11 @@ class Simulator:
         nd = run.node
         self.running_on[nd].discard(t)
         req = _CLASSIC_REQUEST if self.classic else self._st.req[t]
-        free = self.free
-        row = free[nd].tolist()
-        free[nd] = (row[0] + req[0], row[1] + req[1], row[2] + req[2])
+        room = self.free[nd]
+        row = room.tolist()
+        for k in (0, 1, 2):  # as in `start`
+            if req[k]:
+                room[k] = row[k] + req[k]
         if self._inputs_left and t in self._inputs_left:  # it never began: no attempt, its transfers stop
             self._cancel_inputs(t)
         else:
@@ -776,7 +799,7 @@ class Simulator:
     def decision_point(self) -> DecisionPoint:
         """The read-only view of now, with the shared decision rules (nothing advances); tasks deferred at this
         instant are left out of its ready set (its wake instant still counts them)."""
-        dp = DecisionPoint(self)
+        dp = (self._dp_class or self.decision_point_class())(self)
         if self.deferred:
             dp = dp.without(np.array(sorted(self.deferred), dtype=np.int64))
         return dp
@@ -878,7 +901,8 @@ class Simulator:
         start = self.start
         for t, nd in decision.assignments:
             start(int(t), int(nd))
-        self.schedule_wake(decision.wake_at)
+        if decision.wake_at is not None:
+            self.schedule_wake(decision.wake_at)
 
     def run(self, scheduler: Scheduler, max_time_s: float = _INF) -> Trace:
         """Run to completion (or `max_time_s`): ask the scheduler at every decision point; return the trace."""
