@@ -166,3 +166,19 @@ def test_a_node_rule_round_trips_and_refuses_other_features(tmp_path: Path) -> N
     (tmp_path / "copy.json").write_text(json.dumps(bad))
     with pytest.raises(InputError, match="node_rule"):
         NodeRule.load(tmp_path / "copy")
+
+
+def test_the_gate_reads_its_settings_from_the_rule_else_the_trainers_defaults() -> None:
+    """drl_plan and the DAgger labeller take risk and min_share from the rule's JSON; a rule that records none
+    gets the trainer's defaults (the same constants), not another pair."""
+    from dataclasses import replace as dc_replace
+
+    from dagsched.rl.node_rule import LabellingPlanner, NodeRuleConfig
+    from dagsched.schedulers.drl_plan import MIN_SHARE, RISK
+
+    rule = NodeRule.load(SHIPPED_NODE_RULE)
+    assert (DRLPlan(rule).risk, DRLPlan(rule).min_share) == (rule.meta["risk"], rule.meta["min_share"])
+    bare = dc_replace(rule, meta={k: v for k, v in rule.meta.items() if k not in ("risk", "min_share")})
+    labeller = LabellingPlanner(bare, 0.5, np.random.default_rng(0), 4)
+    assert (DRLPlan(bare).risk, DRLPlan(bare).min_share) == (labeller.risk, labeller.min_share) == (RISK, MIN_SHARE)
+    assert (NodeRuleConfig().risk, NodeRuleConfig().min_share) == (RISK, MIN_SHARE)

@@ -28,7 +28,7 @@ from dagsched.model import Problem, compile_problem
 from dagsched.model.compiled import CompiledProblem
 from dagsched.policy.node_rule import N_FEATURES, PLAN_FEATURES, NodeRule
 from dagsched.schedulers import simulate
-from dagsched.schedulers.drl_plan import DRLPlan
+from dagsched.schedulers.drl_plan import MIN_SHARE, RISK, DRLPlan, gate_settings
 from dagsched.schedulers.heft_lookahead import Choice
 from dagsched.sim.config import SimConfig, mode_settings
 
@@ -61,9 +61,9 @@ class NodeRuleConfig:
     ccr_range: tuple[float, float] = (0.1, 10.0)
     tasks: tuple[int, int] = (10, 100)
     validation_problems: int = 24
-    risk: float = 0.05
+    risk: float = RISK
     """drl_plan completes the plan for a choice when the rule gives the non-HEFT nodes this much belief"""
-    min_share: float = 0.05
+    min_share: float = MIN_SHARE
     """... and only from the candidates it gives at least this much"""
     budget_s: float = float("inf")
     """stop gathering after this many seconds (the current round finishes)"""
@@ -107,7 +107,7 @@ class LabellingPlanner(DRLPlan):
         self.rule = rule  # type: ignore[assignment]
         self.candidates = candidates
         self.beta, self.rng = beta, rng
-        self.risk, self.min_share = (rule.meta.get("risk", 0.5), rule.meta.get("min_share", 0.05)) if rule else (0, 0)
+        self.risk, self.min_share = gate_settings(rule) if rule else (0.0, 0.0)
         self.samples: list[tuple[np.ndarray, np.ndarray]] = []
 
     def worth_looking(self, t: int, nodes: np.ndarray, choice: Choice) -> np.ndarray:

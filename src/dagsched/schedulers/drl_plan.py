@@ -21,6 +21,16 @@ from dagsched.policy.node_rule import SHIPPED_NODE_RULE, NodeRule, PlanContext
 from dagsched.schedulers.base import register
 from dagsched.schedulers.heft_lookahead import Choice, HEFTLookahead
 
+RISK = 0.05
+"""the gate's default doubt: complete a choice when the rule gives the non-HEFT nodes this much belief"""
+MIN_SHARE = 0.05
+"""... and only from the candidates it gives at least this much"""
+
+
+def gate_settings(rule: NodeRule) -> tuple[float, float]:
+    """The (risk, min_share) a rule was trained with (its JSON records them), else the defaults."""
+    return float(rule.meta.get("risk", RISK)), float(rule.meta.get("min_share", MIN_SHARE))
+
 
 @register
 class DRLPlan(HEFTLookahead):
@@ -30,8 +40,7 @@ class DRLPlan(HEFTLookahead):
     def __init__(self, rule: NodeRule | None = None, rule_path: str | Path | None = None) -> None:
         self.rule = rule if rule is not None else NodeRule.load(rule_path or SHIPPED_NODE_RULE)
         self.candidates = self.rule.candidates
-        self.risk = float(self.rule.meta.get("risk", 0.5))
-        self.min_share = float(self.rule.meta.get("min_share", 0.05))
+        self.risk, self.min_share = gate_settings(self.rule)
 
     def prepare(self, cp: CompiledProblem) -> None:
         super().prepare(cp)
