@@ -16,7 +16,9 @@ that predates them). Prints; asserts nothing.
 With `--search SIMS`, also `mcts` (PUCT with the policy's priors) and `mcts_uct` at the same number of
 simulations per decision (and the seconds each spent, so the time per decision can be read off); with
 `--choose visits,best` both of MCTS's rules for the action played, side by side (`mcts[best]`,
-`mcts[visits]`, ...; default `best` alone, MCTS's default).
+`mcts[visits]`, ...; default `best` alone, MCTS's default). `--widening` adds the ablations of the guided
+search's widening order: `mcts` with equal priors (it then widens in HEFT's order, as UCT) and `mcts_uct`
+widening at random after the rollout policy's action (the last rule of `--choose`).
 
 The planners (`--planners`, default heft_lookahead,drl_plan): `heft_lookahead` (HEFT's rollout, every
 choice completed), `drl_plan` (completed only where the learned node rule doubts HEFT's node) and, at
@@ -25,7 +27,7 @@ unguided: `lookahead@budget` looks at choices in planning order until the budget
 `random@budget` at each choice with drl_plan's share of looked-at choices on that problem (seeded).
 
 Run: .venv/bin/python benchmarks/bench_policy.py [--seeds 10] [--policy STEM] [--actions pair,task_eft,rank_node]
-     [--search 16] [--choose visits,best] [--planners heft_lookahead,drl_plan] [--node-rule STEM]
+     [--search 16] [--choose visits,best] [--widening] [--planners heft_lookahead,drl_plan] [--node-rule STEM]
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import time
+import zlib
 from collections import defaultdict
 from dataclasses import replace
 
@@ -48,8 +51,10 @@ from dagsched.schedulers.base import make_scheduler
 from dagsched.schedulers.drl import DRLScheduler
 from dagsched.schedulers.drl_plan import DRLPlan
 from dagsched.schedulers.heft_lookahead import Choice, HEFTLookahead
-from dagsched.schedulers.mcts import MCTS, MCTSUCT, MCTSConfig
+from dagsched.schedulers.mcts import MCTS, MCTSUCT, MCTSConfig, _Node
+from dagsched.schedulers.search_common import Pair, legal_pairs
 from dagsched.sim.config import SimConfig, mode_settings
+from dagsched.sim.engine import Simulator
 
 HEURISTICS = ("heft", "peft", "cpop", "min_min")
 
@@ -62,6 +67,27 @@ class RandomGate(HEFTLookahead):
 
     def worth_looking(self, t: int, nodes: np.ndarray, choice: Choice) -> np.ndarray:
         return nodes if self.rng.random() < self.share else nodes[:1]
+
+
+class UniformPriors(MCTS):
+    """PUCT with equal priors: it widens in the rollout policy's order, as UCT does (`--widening`)."""
+
+    def _priors(self, state: Simulator, actions: list[Pair]) -> dict[Pair, float]:
+        return dict.fromkeys(actions, 1.0 / len(actions))
+
+
+class ShuffledUCT(MCTSUCT):
+    """UCT widening with the rollout policy's action first, then the others in an order drawn at random
+    (seeded by the task states, so runs repeat): what a prior that knows nothing does (`--widening`)."""
+
+    def _actions(self, node: _Node) -> list[Pair]:
+        if node.actions is None:
+            order = self._heuristic_order(node, legal_pairs(node.state))
+            rest = order[1:]
+            np.random.default_rng(zlib.crc32(node.key[1])).shuffle(rest)
+            node.actions = order[:1] + rest
+            node.rollout = order[0] if order else None
+        return node.actions
 
 
 def budgeted(budget: int) -> HEFTLookahead:
@@ -110,6 +136,9 @@ def main() -> None:
     parser.add_argument(
         "--choose", default="best", help="mcts's rule for the action played: best, visits, or both ('visits,best')"
     )
+    parser.add_argument(
+        "--widening", action="store_true", help="also mcts with equal priors and mcts_uct widening at random"
+    )
     parser.add_argument("--plan-work", type=float, default=None, help="mcts's rollout work per plan (default its own)")
     parser.add_argument("--planners", default="heft_lookahead,drl_plan", help="rollout planners ('' for none)")
     parser.add_argument("--node-rule", default=None, help="node rule stem for drl_plan (default: the shipped one)")
@@ -127,6 +156,8 @@ def main() -> None:
         for rule_name in rules:
             suffix = f"[{rule_name}]" if len(rules) > 1 else ""
             names += [f"mcts_uct{suffix}", f"mcts{suffix}"]
+        if args.widening:
+            names += ["mcts[uniform]", "mcts_uct[random]"]
     names += planners
     looked: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     ratios: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -150,6 +181,10 @@ def main() -> None:
                 if "action" in inspect.signature(DRLScheduler).parameters:  # a dagsched that predates it: pairs
                     kwargs["action"] = action
                 sched = DRLScheduler(**kwargs)
+            elif name == "mcts[uniform]":
+                sched = UniformPriors(MCTSConfig(sims=args.search, choose=args.choose.split(",")[-1]))
+            elif name == "mcts_uct[random]":
+                sched = ShuffledUCT(MCTSConfig(sims=args.search, choose=args.choose.split(",")[-1]))
             elif name.startswith("mcts"):
                 choose = name.partition("[")[2].rstrip("]") or args.choose
                 config = MCTSConfig(sims=args.search, choose=choose)
