@@ -17,8 +17,8 @@ With `--search SIMS`, also `mcts` (PUCT with the policy's priors) and `mcts_uct`
 simulations per decision (and the seconds each spent, so the time per decision can be read off); with
 `--choose visits,best` both of MCTS's rules for the action played, side by side (`mcts[best]`,
 `mcts[visits]`, ...; default `best` alone, MCTS's default). `--widening` adds the ablations of the guided
-search's widening order: `mcts` with equal priors (it then widens in HEFT's order, as UCT) and `mcts_uct`
-widening at random after the rollout policy's action (the last rule of `--choose`).
+search's widening order: `mcts` with equal priors (it then widens in HEFT's rank order) and `mcts_uct`
+widening in that rank order instead of at random (both with the last rule of `--choose`).
 
 The planners (`--planners`, default heft_lookahead,drl_plan): `heft_lookahead` (HEFT's rollout, every
 choice completed), `drl_plan` (completed only where the learned node rule doubts HEFT's node) and, at
@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import inspect
 import time
-import zlib
 from collections import defaultdict
 from dataclasses import replace
 
@@ -51,8 +50,8 @@ from dagsched.schedulers.base import make_scheduler
 from dagsched.schedulers.drl import DRLScheduler
 from dagsched.schedulers.drl_plan import DRLPlan
 from dagsched.schedulers.heft_lookahead import Choice, HEFTLookahead
-from dagsched.schedulers.mcts import MCTS, MCTSUCT, MCTSConfig, _Node
-from dagsched.schedulers.search_common import Pair, legal_pairs
+from dagsched.schedulers.mcts import MCTS, MCTSUCT, MCTSConfig
+from dagsched.schedulers.search_common import Pair
 from dagsched.sim.config import SimConfig, mode_settings
 from dagsched.sim.engine import Simulator
 
@@ -74,20 +73,6 @@ class UniformPriors(MCTS):
 
     def _priors(self, state: Simulator, actions: list[Pair]) -> dict[Pair, float]:
         return dict.fromkeys(actions, 1.0 / len(actions))
-
-
-class ShuffledUCT(MCTSUCT):
-    """UCT widening with the rollout policy's action first, then the others in an order drawn at random
-    (seeded by the task states, so runs repeat): what a prior that knows nothing does (`--widening`)."""
-
-    def _actions(self, node: _Node) -> list[Pair]:
-        if node.actions is None:
-            order = self._heuristic_order(node, legal_pairs(node.state))
-            rest = order[1:]
-            np.random.default_rng(zlib.crc32(node.key[1])).shuffle(rest)
-            node.actions = order[:1] + rest
-            node.rollout = order[0] if order else None
-        return node.actions
 
 
 def budgeted(budget: int) -> HEFTLookahead:
@@ -137,7 +122,7 @@ def main() -> None:
         "--choose", default="best", help="mcts's rule for the action played: best, visits, or both ('visits,best')"
     )
     parser.add_argument(
-        "--widening", action="store_true", help="also mcts with equal priors and mcts_uct widening at random"
+        "--widening", action="store_true", help="also mcts with equal priors and mcts_uct widening in rank order"
     )
     parser.add_argument("--plan-work", type=float, default=None, help="mcts's rollout work per plan (default its own)")
     parser.add_argument("--planners", default="heft_lookahead,drl_plan", help="rollout planners ('' for none)")
@@ -157,7 +142,7 @@ def main() -> None:
             suffix = f"[{rule_name}]" if len(rules) > 1 else ""
             names += [f"mcts_uct{suffix}", f"mcts{suffix}"]
         if args.widening:
-            names += ["mcts[uniform]", "mcts_uct[random]"]
+            names += ["mcts[uniform]", "mcts_uct[rank]"]
     names += planners
     looked: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     ratios: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -183,8 +168,8 @@ def main() -> None:
                 sched = DRLScheduler(**kwargs)
             elif name == "mcts[uniform]":
                 sched = UniformPriors(MCTSConfig(sims=args.search, choose=args.choose.split(",")[-1]))
-            elif name == "mcts_uct[random]":
-                sched = ShuffledUCT(MCTSConfig(sims=args.search, choose=args.choose.split(",")[-1]))
+            elif name == "mcts_uct[rank]":
+                sched = MCTSUCT(MCTSConfig(sims=args.search, choose=args.choose.split(",")[-1], widening="rank"))
             elif name.startswith("mcts"):
                 choose = name.partition("[")[2].rstrip("]") or args.choose
                 config = MCTSConfig(sims=args.search, choose=choose)

@@ -15,7 +15,7 @@ from dagsched.model import Cluster, CompiledProblem, Node, Problem, Task, Workfl
 from dagsched.policy.files import PolicyFileError, save_policy
 from dagsched.policy.gnn import SchedulingPolicy
 from dagsched.schedulers import simulate
-from dagsched.schedulers.mcts import MCTS, MCTSUCT, MCTSConfig
+from dagsched.schedulers.mcts import MCTS, MCTSUCT, MCTSConfig, _Node
 from dagsched.schedulers.search_common import WAIT, legal_pairs, plan_completion, state_key
 from dagsched.sim.config import SimConfig
 from dagsched.sim.decision import DecisionPoint
@@ -106,9 +106,31 @@ def test_playing_towards_the_best_plan_never_ends_after_heft(
     assert result.metrics.makespan <= heft * (1 + 1e-9)
 
 
-def test_choose_names_its_rules() -> None:
+def test_choose_and_widening_name_their_rules() -> None:
     with pytest.raises(ValueError, match="choose: 'most'"):
         MCTSConfig(choose="most")
+    with pytest.raises(ValueError, match="widening: 'prior'"):
+        MCTSConfig(widening="prior")
+
+
+def test_random_widening_keeps_the_rollout_action_first_and_follows_the_seed() -> None:
+    """UCT's widening order: the rollout policy's action, then the other legal actions shuffled by the run's seed
+    (the same seed, the same order; "rank" is the heuristic order itself)."""
+    cp = small_problems(20, seed=3)[0]
+    sim = Simulator(cp, CLASSIC)
+    sim.step()
+
+    def order(widening: str, seed: int) -> list:
+        sched = MCTSUCT(MCTSConfig(widening=widening))
+        sched.reset(cp, sim.decision_point(), seed)
+        return sched._actions(_Node(sim.fork()))
+
+    rank = order("rank", 0)
+    assert len(rank) > 5
+    for seed in (0, 1):
+        shuffled = order("random", seed)
+        assert shuffled[0] == rank[0] and sorted(shuffled) == sorted(rank) and shuffled == order("random", seed)
+    assert len({tuple(order("random", seed)) for seed in range(5)} | {tuple(rank)}) > 2
 
 
 def test_same_seed_same_plan(untrained_policy: Path) -> None:

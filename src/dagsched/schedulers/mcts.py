@@ -7,8 +7,10 @@ action (below), then searches again at the same instant until it waits or nothin
 can start. A new leaf is scored by a heuristic rollout: HEFT's plan of every unstarted task
 from the leaf's state (`search_common.plan_completion`), as the negative makespan relative to
 HEFT's plan at the first decision. `mcts_uct` selects children by UCB1 (Kocsis and Szepesvari,
-ECML 2006) and widens in the rollout policy's order (HEFT's starts now, then wait, then the
-rest by upward rank); `mcts` selects by PUCT (AlphaZero, Silver et al. 2018) with the GNN
+ECML 2006) and widens from the rollout policy's action (HEFT's first start now, or wait) to the
+others in an order drawn at random per state (`widening`; "rank", HEFT's starts now, then wait,
+then the rest by upward rank, tries near copies of HEFT's choice first and finds better plans far
+less often: docs/search.md); `mcts` selects by PUCT (AlphaZero, Silver et al. 2018) with the GNN
 policy's probabilities as priors and widens in prior order, as Spear (Hu et al., ICDCS 2019)
 guides MCTS with a DRL policy. Progressive widening (Coulom 2007) keeps
 ceil(pw_c * (N + 1) ** pw_alpha) children of a node visited N times, so thousands of legal
@@ -42,6 +44,7 @@ from __future__ import annotations
 
 import math
 import time
+import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -97,6 +100,10 @@ class MCTSConfig:
     pw_alpha: float = 0.5
     reuse: bool = True
     """keep the chosen subtree for the next decision when the live state matches"""
+    widening: str = "random"
+    """`mcts_uct`'s order of trying actions after the rollout policy's own: "random" (drawn per state, seeded by
+    the run's seed and the task states, so runs repeat) or "rank" (wait, then by upward rank: near copies of
+    HEFT's choice, which rarely lead to a better plan)"""
     choose: str = "best"
     """the action played: "best" (towards the best plan found, the rule of single-player MCTS; the rollout
     policy's action is always tried, so in classic mode the run ends no later than the rollout plan from the
@@ -105,6 +112,8 @@ class MCTSConfig:
     def __post_init__(self) -> None:
         if self.choose not in ("visits", "best"):
             raise ValueError(f"choose: {self.choose!r} is not 'visits' or 'best'")
+        if self.widening not in ("random", "rank"):
+            raise ValueError(f"widening: {self.widening!r} is not 'random' or 'rank'")
 
 
 class _Node:
@@ -338,8 +347,13 @@ class _MCTS(Scheduler):
 
     def _actions(self, node: _Node) -> list[Pair]:
         if node.actions is None:
-            node.actions = self._heuristic_order(node, legal_pairs(node.state))
-            node.rollout = node.actions[0] if node.actions else None
+            order = self._heuristic_order(node, legal_pairs(node.state))
+            if self.config.widening == "random" and len(order) > 2:
+                rest = order[1:]
+                np.random.default_rng([self._fallback_seed, zlib.crc32(node.key[1])]).shuffle(rest)
+                order = order[:1] + rest
+            node.actions = order
+            node.rollout = order[0] if order else None
         return node.actions
 
 
