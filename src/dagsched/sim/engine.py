@@ -381,7 +381,7 @@ class Simulator:
     def fits_now(self, t: int, nd: int, free: npt.NDArray[np.float64] | None = None) -> bool:
         """Node nd is up, booted and has t's request free now (in `free`, default the live room): the scalar
         form of `kernels.fits_numpy`, for callers placing one task at a time."""
-        if not self.node_up[nd] or self.node_available_s[nd] > self.now:
+        if not self.node_up.item(nd) or self.node_available_s.item(nd) > self.now:  # `item`: Python scalars
             return False
         req = _CLASSIC_REQUEST if self.classic else self._st.req[t]
         f: list[float] = (self.free if free is None else free)[nd].tolist()  # one call: numpy scalars are slow
@@ -428,10 +428,10 @@ class Simulator:
         on nd: one entry of the decision point's `legal` grid."""
         allowed = self.cp.allowed  # `allows`, inline: this is called per pair by the greedy schedulers
         return (
-            self.status[t] == READY
+            self.status.item(t) == READY
             and (allowed is None or bool(allowed[t, nd]))
             and self.fits_now(t, nd, free)
-            and (self._net is not None or self.data_ready_all_s(t)[nd] <= self.now + EPS)
+            and (self._net is not None or self.data_ready_all_s(t).item(nd) <= self.now + EPS)
         )
 
     def predicted_end_s(self, t: int) -> float:
@@ -460,24 +460,12 @@ class Simulator:
 
     def start(self, t: int, nd: int) -> None:
         """Start ready task t on node nd now; refuses anything illegal (`_refuse` says what)."""
-        # `can_start`, inline and on Python scalars (the one check every start pays; `_refuse` says what failed)
+        if not (0 <= t < self._n_tasks and 0 <= nd < self._n_nodes and self.can_start(t, nd)):
+            self._refuse(t, nd)
         now = self.now
-        if not (0 <= t < self._n_tasks and 0 <= nd < self._n_nodes) or self.status.item(t) != READY:
-            self._refuse(t, nd)
-        allowed = self.cp.allowed
-        if (allowed is not None and not allowed[t, nd]) or not self.node_up.item(nd):
-            self._refuse(t, nd)
         req = _CLASSIC_REQUEST if self.classic else self._st.req[t]
         room = self.free[nd]  # a view: the row of the live room
         row = room.tolist()
-        if (
-            self.node_available_s.item(nd) > now
-            or row[0] + EPS < req[0]
-            or row[1] + EPS < req[1]
-            or row[2] + EPS < req[2]
-            or (self._net is None and self.data_ready_all_s(t).item(nd) > now + EPS)
-        ):
-            self._refuse(t, nd)
         self.epoch += 1
         for k in (0, 1, 2):  # in place, skipping the requests of 0 (x - 0.0 is x): fewer numpy stores
             if req[k]:
