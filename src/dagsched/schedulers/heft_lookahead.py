@@ -65,8 +65,7 @@ def heft_completion_s(
         end = start + float(exec_s[t, nd])
         lines[nd].reserve(start, end, dp.request(t))
         state.place(t, nd, end)
-    planned = state.finish[np.isfinite(state.finish)]
-    return float(planned.max()) if len(planned) else 0.0
+    return state.end_s(0.0)
 
 
 @register
@@ -95,8 +94,7 @@ class HEFTLookahead(HEFT):
     def plan_tasks(self, dp: DecisionPoint, tasks: list[int], lines: list[NodeTimeline], state: PlanState) -> None:
         timelines = lines if isinstance(lines, Timelines) else Timelines(lines)
         order = self.in_rank_order(tasks)
-        planned = state.finish[np.isfinite(state.finish)]
-        plan_end = float(planned.max()) if len(planned) else dp.now
+        plan_end = state.end_s(dp.now)
         for i, t in enumerate(order):
             arrival = state.arrival_s(t)
             start, finish = earliest_finish(dp, timelines, t, arrival)

@@ -45,6 +45,11 @@ class PlanState:
         twin.dp, twin.cp, twin.node, twin.finish = self.dp, self.cp, self.node.copy(), self.finish.copy()
         return twin
 
+    def end_s(self, default: float) -> float:
+        """The latest end of what has run, runs or is placed so far (`default` when nothing has)."""
+        ends = self.finish[np.isfinite(self.finish)]
+        return float(ends.max()) if len(ends) else default
+
     def place(self, t: int, nd: int, finish_s: float) -> None:
         self.node[t] = nd
         self.finish[t] = finish_s
