@@ -170,7 +170,7 @@ class _MCTS(Scheduler):
         self.keep: _Node | None = None
         self.fallback: HEFT | None = None
         self.sims_done = 0
-        self._fallback_seed = seed
+        self._seed = seed  # the fallback HEFT's, and with the task states the widening draw's
 
     # ---- the decision loop -------------------------------------------------------------------
 
@@ -184,7 +184,7 @@ class _MCTS(Scheduler):
             return Decision([], decision_wake)
         if self.work_left <= 0 or time.perf_counter() > self.t_end:
             self.fallback = HEFT()
-            self.fallback.reset(self.cp, dp, self._fallback_seed)
+            self.fallback.reset(self.cp, dp, self._seed)
             return self.fallback.decide(dp)
         keep = self.keep
         root = keep if keep is not None and self._matches(keep, dp, live) else _Node(dp.fork())
@@ -350,7 +350,7 @@ class _MCTS(Scheduler):
             order = self._heuristic_order(node, legal_pairs(node.state))
             if self.config.widening == "random" and len(order) > 2:
                 rest = order[1:]
-                np.random.default_rng([self._fallback_seed, zlib.crc32(node.key[1])]).shuffle(rest)
+                np.random.default_rng([self._seed, zlib.crc32(node.key[1])]).shuffle(rest)
                 order = order[:1] + rest
             node.actions = order
             node.rollout = order[0] if order else None
