@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dagsched.model import Cluster, Edge, Node, Problem, Task, Workflow, compile_problem
@@ -252,3 +252,66 @@ def test_the_engines_attempt_maker_makes_the_same_frozen_attempt(task, node, sta
     assert made == built and hash(made) == hash(built) and repr(made) == repr(built) and type(made) is Attempt
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.end = 0.0  # type: ignore[misc]
+
+
+class _MirrorCheck:
+    """After every instant: the engine's Python mirrors equal the arrays the decision points show, and at most
+    the next arrival is on the event heap (arrivals are pushed one at a time)."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+
+    def before_step(self, sim: Simulator) -> None:
+        pass
+
+    def after_step(self, sim: Simulator) -> None:
+        self.steps += 1
+        assert sim._free_rows == sim.free.tolist()
+        assert sim._node_open_s == np.where(sim.node_up, sim.node_available_s, math.inf).tolist()
+        arrivals = [e for e in sim._heap if e[1] == 6]  # engine.ARRIVAL
+        assert len(arrivals) <= 1
+        assert sim._next_arrival == int(sim.submitted.sum()) + len(arrivals)
+
+
+@settings(deadline=None, max_examples=40)
+@given(seed=st.integers(0, 10_000), n_wf=st.integers(1, 6), mtbf=st.sampled_from([None, 300.0, 2_000.0]))
+def test_python_mirrors_and_lazy_arrivals_track_the_state(seed, n_wf, mtbf) -> None:
+    """The lists the engine reads per event (free room; when each node takes tasks) never drift from the arrays,
+    through starts, ends, failures, repairs and boots, in the run and in a fork; a fork submits the workflows
+    the run had not submitted yet."""
+    from dagsched.generate import cluster_preset
+    from dagsched.generate.streams import generate_stream
+    from dagsched.schedulers import make_scheduler
+
+    stream = generate_stream(cluster_preset("small-3"), n_wf, 0.9, "poisson", seed=seed)
+    cp = compile_problem(stream.problem())
+    config = SimConfig(noise_cv=0.3, mtbf_s=mtbf, mttr_s=200.0, straggler_rate_per_h=2.0)
+    sim = Simulator(cp, config, seed)
+    check = _MirrorCheck()
+
+    def drive(sim: Simulator, dp, decisions: int) -> None:  # as search planners drive a fork: decide here first
+        sched = make_scheduler("fcfs")
+        sched.reset(cp, dp, seed)
+        for _ in range(decisions):  # bounded: with failures every 300 s a long task may fail for ever
+            sim.apply(sched.decide(dp))
+            if (dp := sim.next_decision(observer=check)) is None:
+                return
+
+    sched = make_scheduler("fcfs")
+    sched.reset(cp, sim.decision_point(), seed)
+    forked = False
+    for _ in range(3_000):
+        if (dp := sim.next_decision(observer=check)) is None:
+            break
+        if not forked and sim.n_done >= cp.n_tasks // 3 and sim.node_up.all():  # a down node stays down in a fork
+            fork = sim.fork()
+            assert fork._free_rows == sim._free_rows and fork._free_rows is not sim._free_rows
+            # the workflows not yet submitted are the tail of the arrival order the fork resumes from
+            unsubmitted = sorted(np.flatnonzero(~sim.submitted).tolist(), key=lambda w: (cp.wf_submit_s[w], w))
+            assert [w for _, w in sim._st.arrivals[cp.n_workflows - len(unsubmitted) :]] == unsubmitted
+            drive(fork, fork.decision_point(), 3_000)
+            assert fork.done and fork.submitted.all() and fork._next_arrival == cp.n_workflows
+            forked = True
+        sim.apply(sched.decide(dp))
+    assert check.steps > 0
+    assert validate_trace(cp, sim.finish()).ok

@@ -104,9 +104,8 @@ class _Static:
     pred_data: list[list[float]]
     succs: list[list[int]]
     task_wf: list[int]
-    bandwidth: list[list[float]]
-    exec_s: list[list[float]]
     req: list[tuple[float, float, float]]
+    arrivals: list[tuple[float, int]]  # (submission instant, workflow), in the order they happen
 
 
 _STATIC: weakref.WeakKeyDictionary[CompiledProblem, _Static] = weakref.WeakKeyDictionary()
@@ -123,9 +122,8 @@ def _static(cp: CompiledProblem) -> _Static:
             pred_data=[data[ptr[t] : ptr[t + 1]] for t in range(n)],
             succs=[sidx[sptr[t] : sptr[t + 1]] for t in range(n)],
             task_wf=cp.task_wf.tolist(),
-            bandwidth=cp.bandwidth.tolist(),
-            exec_s=cp.exec_s.tolist(),
             req=[(r[0], r[1], r[2]) for r in cp.req.tolist()],
+            arrivals=sorted(zip(cp.wf_submit_s.tolist(), range(cp.n_workflows), strict=True)),
         )
         _STATIC[cp] = cached
     return cached
@@ -156,9 +154,11 @@ class Simulator:
         if self.classic:
             self.cap[:, 1:] = np.inf
         self.free = self.cap.copy()
+        self._free_rows: list[list[float]] = self.free.tolist()  # `free` as Python floats, written alongside it
         self.node_up = np.ones(m, dtype=bool)
         boot = cp.boot_delay_s if self.config.effective_boot_delay else np.zeros(m)
         self.node_available_s = boot.astype(np.float64).copy()
+        self._node_open_s: list[float] = self.node_available_s.tolist()  # when a node takes tasks (inf: down)
         self.slow_factor = np.ones(m)
         self.running: dict[int, _Running] = {}
         self.running_on: list[set[int]] = [set() for _ in range(m)]
@@ -203,8 +203,9 @@ class Simulator:
         self._dp_class: type[DecisionPoint] | None = None
         self._ever_fits: npt.NDArray[np.bool_] | None = None
         self._init_randomness()
-        for w in range(cp.n_workflows):
-            self._push(float(cp.wf_submit_s[w]), ARRIVAL, w)
+        self._next_arrival = 0
+        self._progress_pending += cp.n_workflows  # every arrival still to come is pending
+        self._push_next_arrival()
         for nd in range(m):
             if self.node_available_s[nd] > 0:
                 self._push(float(self.node_available_s[nd]), BOOTED, nd)
@@ -266,6 +267,17 @@ class Simulator:
         if _IS_PROGRESS[kind]:
             self._progress_pending += 1
         heapq.heappush(self._heap, (float(at), kind, self._seq, payload, version))
+
+    def _push_next_arrival(self) -> None:
+        """Put the next workflow arrival on the heap (counted as pending already): arrivals are pushed one at a
+        time, in (instant, workflow) order, so a long stream's thousands of future arrivals do not deepen the heap
+        every event goes through. Arrivals at one instant pop in workflow order, as if all had been pushed."""
+        arrivals, i = self._st.arrivals, self._next_arrival
+        if i < len(arrivals):
+            at, w = arrivals[i]
+            self._next_arrival = i + 1
+            self._seq += 1
+            heapq.heappush(self._heap, (at, ARRIVAL, self._seq, w, 0))
 
     # ---- what a scheduler may look at ----------------------------------------------
 
@@ -381,10 +393,10 @@ class Simulator:
     def fits_now(self, t: int, nd: int, free: npt.NDArray[np.float64] | None = None) -> bool:
         """Node nd is up, booted and has t's request free now (in `free`, default the live room): the scalar
         form of `kernels.fits_numpy`, for callers placing one task at a time."""
-        if not self.node_up.item(nd) or self.node_available_s.item(nd) > self.now:  # `item`: Python scalars
+        if self._node_open_s[nd] > self.now:  # down, or booting (`node_up`, `node_available_s` as one list)
             return False
         req = _CLASSIC_REQUEST if self.classic else self._st.req[t]
-        f: list[float] = (self.free if free is None else free)[nd].tolist()  # one call: numpy scalars are slow
+        f: list[float] = self._free_rows[nd] if free is None else free[nd].tolist()  # numpy scalars are slow
         return f[0] + EPS >= req[0] and f[1] + EPS >= req[1] and f[2] + EPS >= req[2]
 
     def fitting(self, tasks: npt.NDArray[np.int64], free: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
@@ -427,12 +439,12 @@ class Simulator:
         """t is ready, allowed on nd, nd fits it now (given `free`, default the live room), and its inputs are
         on nd: one entry of the decision point's `legal` grid."""
         allowed = self.cp.allowed  # `allows`, inline: this is called per pair by the greedy schedulers
-        return (
-            self.status.item(t) == READY
-            and (allowed is None or bool(allowed[t, nd]))
-            and self.fits_now(t, nd, free)
-            and (self._net is not None or self.data_ready_all_s(t).item(nd) <= self.now + EPS)
-        )
+        if not (self.status.item(t) == READY and (allowed is None or allowed[t, nd]) and self.fits_now(t, nd, free)):
+            return False
+        if self._net is not None:
+            return True
+        arrival = self._arrival.get(t)  # `data_ready_all_s`'s cache, read inline
+        return (self.data_ready_all_s(t) if arrival is None else arrival).item(nd) <= self.now + EPS
 
     def predicted_end_s(self, t: int) -> float:
         """When running task t is expected to end, from its prediction (never the hidden truth)."""
@@ -464,12 +476,11 @@ class Simulator:
             self._refuse(t, nd)
         now = self.now
         req = _CLASSIC_REQUEST if self.classic else self._st.req[t]
-        room = self.free[nd]  # a view: the row of the live room
-        row = room.tolist()
+        room, row = self.free[nd], self._free_rows[nd]  # the live room's row (a view) and its Python mirror
         self.epoch += 1
         for k in (0, 1, 2):  # in place, skipping the requests of 0 (x - 0.0 is x): fewer numpy stores
             if req[k]:
-                room[k] = row[k] - req[k]
+                row[k] = room[k] = row[k] - req[k]
         self.ready.discard(t)
         if t in self._ready_in:
             self._ready_in.discard(t)
@@ -485,7 +496,7 @@ class Simulator:
             noise = self._attempt_noise(t)  # a retry's fresh draw
         else:  # `_attempt_noise`, inline: no noise, or the first attempt's draw
             noise = 1.0 if self.predicted or self._sigma2 == 0.0 else self._noise_list[t]
-        nominal = self._st.exec_s[t][nd] * noise
+        nominal = self.cp.exec_s.item(t, nd) * noise  # not a list of lists: n x m Python floats swamp long streams
         attempts[t] = tried + 1
         self._version += 1
         run = _Running(nd, now, nominal, now, self._version, nominal)
@@ -520,7 +531,9 @@ class Simulator:
         now = self.now
         self.start_s[t] = now
         run.start = run.last_update = now
-        self._push(now + run.work_left * self.slow_factor.item(nd), FINISH, t, run.version)
+        self._seq += 1  # `_push` of a FINISH (a progress event), inline: once per task
+        self._progress_pending += 1
+        heapq.heappush(self._heap, (now + run.work_left * self.slow_factor.item(nd), FINISH, self._seq, t, run.version))
         overrun = self.config.overrun_factor
         if overrun and not self.classic and self.migrations[t] < self.config.max_migrations:
             self._push(now + overrun * float(self.cp.exec_s[t, nd]), OVERRUN, t, run.version)
@@ -583,11 +596,10 @@ class Simulator:
         nd = run.node
         self.running_on[nd].discard(t)
         req = _CLASSIC_REQUEST if self.classic else self._st.req[t]
-        room = self.free[nd]
-        row = room.tolist()
+        room, row = self.free[nd], self._free_rows[nd]
         for k in (0, 1, 2):  # as in `start`
             if req[k]:
-                room[k] = row[k] + req[k]
+                row[k] = room[k] = row[k] + req[k]
         if self._inputs_left and t in self._inputs_left:  # it never began: no attempt, its transfers stop
             self._cancel_inputs(t)
         else:
@@ -645,6 +657,7 @@ class Simulator:
             if run is not None and run.version == version:
                 self._stop(payload, "done")
         elif kind == ARRIVAL:
+            self._push_next_arrival()
             self.submitted[payload] = True
             lo, hi = self.cp.wf_task_ptr[payload], self.cp.wf_task_ptr[payload + 1]
             for t in range(lo, hi):
@@ -657,6 +670,7 @@ class Simulator:
             for t in sorted(self.running_on[nd]):
                 self._stop(t, "failed")
             self.node_up[nd] = False
+            self._node_open_s[nd] = _INF
             self._open_outage[nd] = self.now
             mttr = self.config.mttr_s
             if mttr is not None:
@@ -666,7 +680,7 @@ class Simulator:
             self.node_up[nd] = True
             self.trace.outages.append(Outage(nd, self._open_outage.pop(nd), self.now))
             boot = float(self.cp.boot_delay_s[nd]) if self.config.effective_boot_delay else 0.0
-            self.node_available_s[nd] = self.now + boot
+            self.node_available_s[nd] = self._node_open_s[nd] = self.now + boot
             if boot > 0:
                 self._push(self.now + boot, BOOTED, nd)
             self._schedule_failure(nd)
@@ -708,10 +722,16 @@ class Simulator:
         self.epoch += 1
         if self.deferred:
             self.deferred.clear()  # a deferral holds for one instant
-        handle, pop = self._handle, heapq.heappop
+        handle, pop, running = self._handle, heapq.heappop, self.running
         while heap and heap[0][0] == at:
             _, kind, _, payload, version = pop(heap)
-            handle(kind, payload, version)
+            if kind == FINISH:  # `_handle`'s first case, inline: most events are task ends
+                self._progress_pending -= 1
+                run = running.get(payload)
+                if run is not None and run.version == version:
+                    self._stop(payload, "done")
+            else:
+                handle(kind, payload, version)
         return True
 
     # ---- the decision point ------------------------------------------------------------------
@@ -787,7 +807,9 @@ class Simulator:
     def decision_point(self) -> DecisionPoint:
         """The read-only view of now, with the shared decision rules (nothing advances); tasks deferred at this
         instant are left out of its ready set (its wake instant still counts them)."""
-        dp = (self._dp_class or self.decision_point_class())(self)
+        # made as `DecisionPoint(self)` makes one, less the Python-level `__new__` call (its class pick is done)
+        dp: DecisionPoint = object.__new__(self._dp_class or self.decision_point_class())
+        DecisionPoint.__init__(dp, self)
         if self.deferred:
             dp = dp.without(np.array(sorted(self.deferred), dtype=np.int64))
         return dp
@@ -820,7 +842,8 @@ class Simulator:
             return self._next_legal(must_step, observer)
         if self._asked:
             self._asked = False
-            self._check_stall()
+            if not self.running and self._progress_pending == 0:  # `_check_stall`'s cheap test first
+                self._check_stall()
         step, n_tasks = self.step, self._n_tasks
         while self.n_done != n_tasks and self.now <= max_time_s:
             if observer is not None:
@@ -833,7 +856,8 @@ class Simulator:
                 self._changed = False
                 self._asked = True
                 return self.decision_point()
-            self._check_stall()
+            if not self.running and self._progress_pending == 0:
+                self._check_stall()
         return None
 
     def _check_stall(self) -> None:
@@ -895,14 +919,17 @@ class Simulator:
     def run(self, scheduler: Scheduler, max_time_s: float = _INF) -> Trace:
         """Run to completion (or `max_time_s`): ask the scheduler at every decision point; return the trace."""
         self.trace.scheduler = scheduler.name
-        next_decision, decide, apply = self.next_decision, scheduler.decide, self.apply
+        next_decision, decide, start, wake = self.next_decision, scheduler.decide, self.start, self.schedule_wake
         clock, latency = wallclock.perf_counter, self.trace.decision_latency_s
         while (dp := next_decision(max_time_s)) is not None:
             t0 = clock()
             decision = decide(dp)
             latency.append(clock() - t0)
             self.n_decisions += 1
-            apply(decision)
+            for t, nd in decision.assignments:  # `apply`, inline: it runs once per decision
+                start(int(t), int(nd))
+            if decision.wake_at is not None:
+                wake(decision.wake_at)
         self._close_open_records()
         return self.trace
 
@@ -948,6 +975,8 @@ class Simulator:
             "submitted",
         ):
             setattr(f, name, getattr(self, name).copy())
+        f._free_rows = [row[:] for row in self._free_rows]
+        f._node_open_s = list(self._node_open_s)
         f._st = self._st
         f._arrival = dict(self._arrival)
         f._preds_left = list(self._preds_left)
@@ -1007,8 +1036,10 @@ class Simulator:
                 run.node, run.start, predicted_left, self.now, f._version, float(self.cp.exec_s[t, run.node])
             )
             f._push(self.now + predicted_left, FINISH, t, f._version)
-        for w in np.flatnonzero(~self.submitted):
-            f._push(float(self.cp.wf_submit_s[w]), ARRIVAL, int(w))
+        # arrivals happen in `_st.arrivals` order, so the workflows not yet submitted are that list's tail
+        f._next_arrival = int(np.count_nonzero(self.submitted))
+        f._progress_pending += self.cp.n_workflows - f._next_arrival
+        f._push_next_arrival()
         for nd in range(self.cp.n_nodes):
             if self.node_up[nd] and self.node_available_s[nd] > self.now:
                 f._push(float(self.node_available_s[nd]), BOOTED, nd)
