@@ -953,6 +953,9 @@ class Simulator:
 
         Shares the compiled problem (never copied). Running tasks end at their
         predicted times; no noise, failures or stragglers happen in the fork.
+        A fork starts at its parent's instant, which plain `next_decision()` never offers (it steps first; the
+        `legal_only` loop does offer it): decide at `fork.decision_point()`, apply, then loop on
+        `next_decision` (as `rollout.complete_from_here` does).
         """
         f = Simulator.__new__(Simulator)
         f.cp = self.cp
