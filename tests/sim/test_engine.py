@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dagsched.model import Cluster, Edge, Node, Problem, Task, Workflow, compile_problem
@@ -274,6 +274,7 @@ class _MirrorCheck:
 
 
 @settings(deadline=None, max_examples=40)
+@example(seed=3281, n_wf=2, mtbf=300.0)  # cut off at the decision bound (a task that keeps failing)
 @given(seed=st.integers(0, 10_000), n_wf=st.integers(1, 6), mtbf=st.sampled_from([None, 300.0, 2_000.0]))
 def test_python_mirrors_and_lazy_arrivals_track_the_state(seed, n_wf, mtbf) -> None:
     """The lists the engine reads per event (free room; when each node takes tasks) never drift from the arrays,
@@ -314,4 +315,6 @@ def test_python_mirrors_and_lazy_arrivals_track_the_state(seed, n_wf, mtbf) -> N
             forked = True
         sim.apply(sched.decide(dp))
     assert check.steps > 0
-    assert validate_trace(cp, sim.finish()).ok
+    trace = sim.finish()
+    if sim.done:  # a run cut off at the decision bound leaves tasks the validator rightly calls lost
+        assert validate_trace(cp, trace).ok
