@@ -10,11 +10,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from dagsched.generate import cluster_preset
+from dagsched.generate.streams import generate_stream
 from dagsched.model import Cluster, Edge, Node, Problem, Task, Workflow, compile_problem
-from dagsched.schedulers import simulate
+from dagsched.schedulers import make_scheduler, simulate
 from dagsched.schedulers.base import Scheduler
 from dagsched.sim.config import SimConfig
-from dagsched.sim.engine import Decision, SchedulingError, Simulator
+from dagsched.sim.engine import ARRIVAL, Decision, SchedulingError, Simulator
 from dagsched.sim.metrics import billed_cost, compute_metrics
 from dagsched.sim.trace import Attempt, new_attempt
 from dagsched.sim.validate import validate_trace
@@ -268,7 +270,7 @@ class _MirrorCheck:
         self.steps += 1
         assert sim._free_rows == sim.free.tolist()
         assert sim._node_open_s == np.where(sim.node_up, sim.node_available_s, math.inf).tolist()
-        arrivals = [e for e in sim._heap if e[1] == 6]  # engine.ARRIVAL
+        arrivals = [e for e in sim._heap if e[1] == ARRIVAL]
         assert len(arrivals) <= 1
         assert sim._next_arrival == int(sim.submitted.sum()) + len(arrivals)
 
@@ -280,10 +282,6 @@ def test_python_mirrors_and_lazy_arrivals_track_the_state(seed, n_wf, mtbf) -> N
     """The lists the engine reads per event (free room; when each node takes tasks) never drift from the arrays,
     through starts, ends, failures, repairs and boots, in the run and in a fork; a fork submits the workflows
     the run had not submitted yet."""
-    from dagsched.generate import cluster_preset
-    from dagsched.generate.streams import generate_stream
-    from dagsched.schedulers import make_scheduler
-
     stream = generate_stream(cluster_preset("small-3"), n_wf, 0.9, "poisson", seed=seed)
     cp = compile_problem(stream.problem())
     config = SimConfig(noise_cv=0.3, mtbf_s=mtbf, mttr_s=200.0, straggler_rate_per_h=2.0)

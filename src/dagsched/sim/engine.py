@@ -650,13 +650,10 @@ class Simulator:
     # ---- the event loop ----------------------------------------------------------------
 
     def _handle(self, kind: int, payload: int, version: int) -> None:
+        """Any event but a task's end, which `step` handles itself (most events are ends)."""
         if _IS_PROGRESS[kind]:
             self._progress_pending -= 1
-        if kind == FINISH:
-            run = self.running.get(payload)
-            if run is not None and run.version == version:
-                self._stop(payload, "done")
-        elif kind == ARRIVAL:
+        if kind == ARRIVAL:
             self._push_next_arrival()
             self.submitted[payload] = True
             lo, hi = self.cp.wf_task_ptr[payload], self.cp.wf_task_ptr[payload + 1]
@@ -725,7 +722,7 @@ class Simulator:
         handle, pop, running = self._handle, heapq.heappop, self.running
         while heap and heap[0][0] == at:
             _, kind, _, payload, version = pop(heap)
-            if kind == FINISH:  # `_handle`'s first case, inline: most events are task ends
+            if kind == FINISH:  # a task's end (a progress event), here, not in `_handle`: most events are ends
                 self._progress_pending -= 1
                 run = running.get(payload)
                 if run is not None and run.version == version:
