@@ -110,7 +110,6 @@ def test_trace_is_as_recorded(p: str, mode: str, s: str) -> None:
 def test_fingerprint_sees_a_one_ulp_change() -> None:
     """The hash is exact: moving one attempt's end by one ulp changes it."""
     import math
-    from dataclasses import replace
 
     cp = problem("layered-120")
     sim = Simulator(cp, CONFIGS["cloud"], seed=7)
@@ -119,5 +118,5 @@ def test_fingerprint_sees_a_one_ulp_change() -> None:
     trace = sim.run(sched)
     before = fingerprint(trace, sim.n_decisions)
     a = trace.attempts[5]
-    trace.attempts[5] = replace(a, end=math.nextafter(a.end, math.inf))
+    trace.attempts[5] = a._replace(end=math.nextafter(a.end, math.inf))
     assert fingerprint(trace, sim.n_decisions) != before

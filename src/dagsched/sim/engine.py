@@ -603,7 +603,7 @@ class Simulator:
         if self._inputs_left and t in self._inputs_left:  # it never began: no attempt, its transfers stop
             self._cancel_inputs(t)
         else:
-            self.trace.attempts.append(new_attempt(t, nd, run.start, self.now, outcome, run.nominal_s))  # type: ignore[arg-type]
+            self.trace.attempts.append(new_attempt((t, nd, run.start, self.now, outcome, run.nominal_s)))  # type: ignore[arg-type]
         self._changed = True
         if outcome == "done":
             self.status[t] = DONE

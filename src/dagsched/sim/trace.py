@@ -8,14 +8,14 @@ indices into the run's `CompiledProblem`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
-from typing import Literal
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Literal, NamedTuple
 
 Outcome = Literal["done", "failed", "overrun"]
 
 
-@dataclass(frozen=True, slots=True)
-class Attempt:
+class Attempt(NamedTuple):
     """One execution of a task on a node.
 
     `start` is when execution began (all input data had arrived); `end` is when it
@@ -23,6 +23,8 @@ class Attempt:
     the overrun guard stopped it so it could be migrated ("overrun").
     `nominal_s` is the work it needed: predicted time on this node x hidden noise; at a
     slowdown factor f a second of wall time does 1/f seconds of that work.
+    A named tuple, not a frozen dataclass: as immutable, and the engine makes one per task end (a million on a
+    long stream) with one C call (`new_attempt`), 0.12 us against 0.41 us for the dataclass's fastest maker.
     """
 
     task: int
@@ -33,26 +35,8 @@ class Attempt:
     nominal_s: float
 
 
-def _attempt_maker() -> Callable[[int, int, float, float, Outcome, float], Attempt]:
-    """`Attempt(...)` as the engine makes one at every task end, in half the time: a frozen dataclass's __init__
-    sets each field through object.__setattr__; this sets the slots directly. The same, still frozen, object."""
-    new = object.__new__
-    t_, n_, s_, e_, o_, w_ = (Attempt.__dict__[f.name].__set__ for f in fields(Attempt))
-
-    def make(task: int, node: int, start: float, end: float, outcome: Outcome, nominal_s: float) -> Attempt:
-        a = new(Attempt)
-        t_(a, task)
-        n_(a, node)
-        s_(a, start)
-        e_(a, end)
-        o_(a, outcome)
-        w_(a, nominal_s)
-        return a
-
-    return make
-
-
-new_attempt = _attempt_maker()
+new_attempt: Callable[[tuple[int, int, float, float, Outcome, float]], Attempt] = partial(tuple.__new__, Attempt)
+"""`Attempt(*fields)` in one C call (a named tuple's own `__new__` is Python code): made at every task end."""
 
 
 @dataclass(frozen=True, slots=True)
