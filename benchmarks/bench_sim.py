@@ -11,13 +11,15 @@ The decision point computes its ready set on first read; the replay never reads 
 not. The column `+ready` counts, as engine time too, the replay reading `dp.ready` at every decision (what a
 scheduler that looks at the ready set pays the engine); the previous engine built it at every decision anyway.
 The previous engine is run only up to `--baseline-max-tasks` (it slows down as the ready set grows).
+Each size runs `--rounds` child processes per engine, alternated (new, old, new, old, ...), and reports the
+medians: one run per engine at 100k and 1M had read 182k and 206k events/s for the same engine an hour apart.
 Each timed run starts after `gc.collect()`, the collector left on: without it a 1M-task run paid, inside the
 engine's time, full collections walking the millions of objects just unpickled (183k instead of 196k events/s
 for the same engine); the engine still pays for the garbage it makes itself.
 Then: a 1,000-task random layered DAG on `large-100` replaying HEFT's plan, HEFT's planning time, and
 whole runs per scheduler.
 Run: .venv/bin/python benchmarks/bench_sim.py [--repeats N] [--sizes 1000,10000,100000,1000000]
-     [--baseline REV | --baseline none] [--baseline-max-tasks N]
+     [--baseline REV | --baseline none] [--baseline-max-tasks N] [--rounds N]
 """
 
 from __future__ import annotations
@@ -139,32 +141,26 @@ def stream_workload(n_tasks: int) -> tuple[object, list[list[int]]]:
     return cp, queues
 
 
-def engine_events_per_s(workload: Path, repeats: int) -> dict[str, float]:
-    """Median engine-only task events/s replaying the pickled workload (whatever engine is importable), without
-    and with the ready set read at every decision, the two alternated."""
+def engine_events_per_s(workload: Path, repeats: int, read_ready: bool) -> dict[str, float]:
+    """Median engine-only task events/s replaying the pickled workload (whatever engine is importable); with
+    `read_ready` the replay reads the ready set at every decision and that read counts as engine time."""
     with workload.open("rb") as fh:
         cp, queues = pickle.load(fh)
     config = SimConfig(noise_cv=0.2)
-    engine_s: dict[bool, list[float]] = {False: [], True: []}
+    engine_s: list[float] = []
     events = 0
     for _ in range(repeats):
-        for read_ready in (False, True):
-            sim = Simulator(cp, config, 1)
-            replay = QueueReplay(queues, read_ready)
-            replay.reset(cp, sim.decision_point(), 1)
-            gc.collect()  # the set-up's garbage (the unpickled workload): not the engine's to pay for
-            t0 = time.perf_counter()
-            trace = sim.run(replay)
-            engine_s[read_ready].append(time.perf_counter() - t0 - sum(trace.decision_latency_s) + replay.ready_s)
-            events = 2 * len(trace.attempts)
-    engine, with_ready = statistics.median(engine_s[False]), statistics.median(engine_s[True])
-    return {
-        "tasks": cp.n_tasks,
-        "events": events,
-        "engine_s": engine,
-        "events_per_s": events / engine,
-        "ready_events_per_s": events / with_ready,
-    }
+        sim = Simulator(cp, config, 1)
+        replay = QueueReplay(queues, read_ready)
+        replay.reset(cp, sim.decision_point(), 1)
+        gc.collect()  # the set-up's garbage (the unpickled workload): not the engine's to pay for
+        t0 = time.perf_counter()
+        trace = sim.run(replay)
+        engine_s.append(time.perf_counter() - t0 - sum(trace.decision_latency_s) + replay.ready_s)
+        events = 2 * len(trace.attempts)
+        del sim, trace
+    engine = statistics.median(engine_s)
+    return {"tasks": cp.n_tasks, "events": events, "engine_s": engine, "events_per_s": events / engine}
 
 
 def _baseline_src(rev: str) -> Path:
@@ -175,19 +171,25 @@ def _baseline_src(rev: str) -> Path:
     return root / "src"
 
 
-def _in_child(src: Path | None, workload: Path, repeats: int) -> dict[str, float]:
+def _in_child(src: Path | None, workload: Path, repeats: int, read_ready: bool = False) -> dict[str, float]:
     env = dict(os.environ)
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH")]))
     cmd = [sys.executable, __file__, "--engine-only", str(workload), "--repeats", str(repeats)]
+    if read_ready:
+        cmd.append("--read-ready")
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
-def engine_scaling(sizes: list[int], baseline: str | None, repeats: int, baseline_max_tasks: int) -> None:
+def engine_scaling(sizes: list[int], baseline: str | None, repeats: int, baseline_max_tasks: int, rounds: int) -> None:
+    """Each size: `rounds` child runs per engine, alternated new, old, new, old, ... so the shared machine's drift
+    falls on both alike; the medians over rounds, their ratio, and the range of the new engine's rounds."""
     src = _baseline_src(baseline) if baseline else None
     print("engine alone on streams (large-100, default mix, load 0.85, cloud mode), task events/s")
-    head = f"{'asked':>9}{'tasks':>9}{'events':>10}{'build s':>9}{'new s':>9}{'new events/s':>14}{'+ready':>10}"
+    print(f"median of {rounds} rounds per engine, alternated; '+ready': new engine, ready set read each decision")
+    head = f"{'asked':>9}{'tasks':>9}{'events':>10}{'build s':>9}{'new s':>9}{'new events/s':>14}{'new range':>18}"
+    head += f"{'+ready':>10}"
     if src:
         head += f"{'old s':>9}{'old events/s':>14}{'speed-up':>10}"
     print(head)
@@ -200,13 +202,23 @@ def engine_scaling(sizes: list[int], baseline: str | None, repeats: int, baselin
             build = time.perf_counter() - t0
             # short runs are noisy: a 1k-task stream is replayed 10x as often as a 10k one
             reps = repeats * max(1, 10_000 // size) if size <= 100_000 else 1
-            new = _in_child(None, workload, reps)
-            row = f"{size:>9,}{new['tasks']:>9,}{new['events']:>10,}{build:>9.1f}"
-            row += f"{new['engine_s']:>9.2f}{new['events_per_s']:>14,.0f}{new['ready_events_per_s']:>10,.0f}"
-            if src and size <= baseline_max_tasks:
-                old = _in_child(src, workload, reps if size <= 10_000 else 1)  # the old engine is slow on long streams
-                row += f"{old['engine_s']:>9.2f}{old['events_per_s']:>14,.0f}"
-                row += f"{new['events_per_s'] / old['events_per_s']:>9.2f}x"
+            run_old = src is not None and size <= baseline_max_tasks
+            news: list[dict[str, float]] = []
+            olds: list[dict[str, float]] = []
+            for _ in range(rounds):
+                news.append(_in_child(None, workload, reps))
+                if run_old:  # the old engine is slow on long streams: one run per round past 10k
+                    olds.append(_in_child(src, workload, reps if size <= 10_000 else 1))
+            ready = _in_child(None, workload, 1 if size > 10_000 else reps, read_ready=True)
+            new_eps = statistics.median(r["events_per_s"] for r in news)
+            lo, hi = min(r["events_per_s"] for r in news), max(r["events_per_s"] for r in news)
+            row = f"{size:>9,}{news[0]['tasks']:>9,}{news[0]['events']:>10,}{build:>9.1f}"
+            row += f"{statistics.median(r['engine_s'] for r in news):>9.2f}{new_eps:>14,.0f}"
+            row += f"{f'{lo:,.0f}-{hi:,.0f}':>18}{ready['events_per_s']:>10,.0f}"
+            if olds:
+                old_eps = statistics.median(r["events_per_s"] for r in olds)
+                row += f"{statistics.median(r['engine_s'] for r in olds):>9.2f}{old_eps:>14,.0f}"
+                row += f"{new_eps / old_eps:>9.2f}x"
             print(row, flush=True)
     print()
 
@@ -227,14 +239,17 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000,1000000", help="stream sizes in tasks; '' skips")
     parser.add_argument("--baseline", default=BASELINE, help="git revision of the previous engine; 'none' skips")
     parser.add_argument("--baseline-max-tasks", type=int, default=100_000, help="largest stream the old engine runs")
+    parser.add_argument("--rounds", type=int, default=3, help="child runs per engine and stream size, alternated")
     parser.add_argument("--engine-only", type=Path, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--read-ready", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.engine_only is not None:  # the child process of `engine_scaling`
-        print(json.dumps(engine_events_per_s(args.engine_only, args.repeats)))
+        print(json.dumps(engine_events_per_s(args.engine_only, args.repeats, args.read_ready)))
         return
     if args.sizes:
         baseline = None if args.baseline == "none" else args.baseline
-        engine_scaling([int(x) for x in args.sizes.split(",")], baseline, args.repeats, args.baseline_max_tasks)
+        sizes = [int(x) for x in args.sizes.split(",")]
+        engine_scaling(sizes, baseline, args.repeats, args.baseline_max_tasks, args.rounds)
     wf = generate_workflow("random", args.tasks, seed=1)
     cp = compile_problem(Problem(workflows=[wf], cluster=cluster_preset("large-100")))
     print(f"workload: {cp.n_tasks} tasks, {len(cp.succ_idx)} edges, {cp.n_nodes} nodes; {args.repeats} repeats\n")
