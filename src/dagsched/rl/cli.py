@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from dagsched.console import comma_list
+from dagsched.schedulers.drl_plan import RISK
 
 
 def _stages(spec: str) -> tuple[tuple[int, int], ...]:
@@ -139,7 +140,7 @@ def register(app: typer.Typer) -> None:
         candidates: Annotated[int, typer.Option(help="earliest-finish nodes offered per task", min=2)] = 4,
         risk: Annotated[
             float, typer.Option(help="drl_plan completes a choice's plans when the non-HEFT nodes get this belief")
-        ] = 0.05,
+        ] = RISK,
         tb_dir: Annotated[Optional[Path], typer.Option(help="TensorBoard log folder")] = None,  # noqa: UP045
     ) -> None:
         """Train the node rule of `drl_plan` by DAgger on `heft_lookahead`'s labels (classic mode, CPU, minutes)."""
