@@ -26,17 +26,26 @@ exactly drl_plan's budget on each problem (the task placements its completions m
 unguided: `lookahead@budget` looks at choices in planning order until the budget is spent,
 `random@budget` at each choice with drl_plan's share of looked-at choices on that problem (seeded).
 
+`--alt-policy STEM` adds `mcts[alt]`: the guided search with another policy's priors (`untrained`: a freshly
+initialised network of the shipped model's architecture, torch seed 0), the ablation that says whether the
+learning or the search is why `mcts` wins. `--paired A/B,...` prints, per group, the mean of A's makespan over
+B's on the same problem with a 95 % bootstrap interval and A's wins/ties/losses against B: a paired comparison,
+much tighter than the two schedulers' intervals against HEFT side by side.
+
 Run: .venv/bin/python benchmarks/bench_policy.py [--seeds 10] [--policy STEM] [--actions pair,task_eft,rank_node]
      [--search 16] [--choose visits,best] [--widening] [--planners heft_lookahead,drl_plan] [--node-rule STEM]
+     [--alt-policy STEM|untrained] [--paired mcts/mcts_uct,mcts/mcts[alt]]
 """
 
 from __future__ import annotations
 
 import argparse
 import inspect
+import tempfile
 import time
 from collections import defaultdict
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -91,6 +100,36 @@ def _ci(ratios: list[float], rng: np.random.Generator) -> tuple[float, float, fl
     return float(a.mean()), float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))
 
 
+def untrained_policy(folder: Path) -> str:
+    """A freshly initialised network of the shipped policy's architecture (torch seed 0), saved under `folder`."""
+    import torch
+
+    from dagsched.policy.files import load_cached_policy, save_policy
+    from dagsched.policy.gnn import SchedulingPolicy
+
+    torch.manual_seed(0)
+    stem = folder / "untrained"
+    save_policy(SchedulingPolicy(load_cached_policy().config), stem)
+    return str(stem)
+
+
+def print_paired(
+    pairs: list[tuple[str, str]],
+    groups: list[str],
+    makespans: dict[str, dict[str, list[float]]],
+    rng: np.random.Generator,
+) -> None:
+    """Per group: mean makespan(A) / makespan(B) on the same problems [95% CI], and A's W/T/L against B."""
+    print("\n## paired: makespan of A / B on the same problem, mean [95% CI], W/T/L of A against B")
+    for group in groups:
+        for a, b in pairs:
+            ma, mb = np.asarray(makespans[group][a]), np.asarray(makespans[group][b])
+            m, lo, hi = _ci(list(ma / mb), rng)
+            w, t = int((ma < mb - 1e-6).sum()), int((np.abs(ma - mb) <= 1e-6).sum())
+            label = f"{a} / {b}"
+            print(f"  {group:<18}{label:<28}{m:.4f} [{lo:.4f}, {hi:.4f}]  {w}/{t}/{len(ma) - w - t}")
+
+
 def problems(seeds: int) -> list[tuple[str, str, Problem]]:
     """(group, cluster label, problem) of the held-out set."""
     out = []
@@ -127,7 +166,12 @@ def main() -> None:
     parser.add_argument("--plan-work", type=float, default=None, help="mcts's rollout work per plan (default its own)")
     parser.add_argument("--planners", default="heft_lookahead,drl_plan", help="rollout planners ('' for none)")
     parser.add_argument("--node-rule", default=None, help="node rule stem for drl_plan (default: the shipped one)")
+    parser.add_argument("--alt-policy", default=None, help="adds mcts[alt], priors from this stem ('untrained')")
+    parser.add_argument("--paired", default="", help="A/B pairs of scheduler names compared problem by problem")
     args = parser.parse_args()
+    pairs = [tuple(x.split("/", 1)) for x in args.paired.split(",") if x]
+    scratch = tempfile.TemporaryDirectory()
+    alt = untrained_policy(Path(scratch.name)) if args.alt_policy == "untrained" else args.alt_policy
     rule = NodeRule.load(args.node_rule) if args.node_rule else None
     planners = [p for p in args.planners.split(",") if p]
     if "drl_plan" in planners:
@@ -143,10 +187,16 @@ def main() -> None:
             names += [f"mcts_uct{suffix}", f"mcts{suffix}"]
         if args.widening:
             names += ["mcts[uniform]", "mcts_uct[rank]"]
+        if alt:
+            names.append("mcts[alt]")
     names += planners
+    for pair in pairs:
+        if len(pair) != 2 or not set(pair) <= set(names):
+            parser.error(f"--paired: {'/'.join(pair)!r} is not A/B of two schedulers this run has ({', '.join(names)})")
     looked: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     ratios: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     to_best: dict[str, list[float]] = defaultdict(list)
+    raw: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     wtl: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))
     secs: dict[str, float] = defaultdict(float)
     decisions: dict[str, int] = defaultdict(int)
@@ -168,6 +218,8 @@ def main() -> None:
                 sched = DRLScheduler(**kwargs)
             elif name == "mcts[uniform]":
                 sched = UniformPriors(MCTSConfig(sims=args.search, choose=args.choose.split(",")[-1]))
+            elif name == "mcts[alt]":
+                sched = MCTS(MCTSConfig(sims=args.search, choose=args.choose.split(",")[-1]), policy_path=alt)
             elif name == "mcts_uct[rank]":
                 sched = MCTSUCT(MCTSConfig(sims=args.search, choose=args.choose.split(",")[-1], widening="rank"))
             elif name.startswith("mcts"):
@@ -205,6 +257,8 @@ def main() -> None:
             wtl[group][name][0 if ms < heft - 1e-6 else 1 if ms <= heft + 1e-6 else 2] += 1
             wtl["all"][name][0 if ms < heft - 1e-6 else 1 if ms <= heft + 1e-6 else 2] += 1
             to_best[name].append(ms / best)
+            raw[group][name].append(ms)
+            raw["all"][name].append(ms)
     for group in [*dict.fromkeys(g for g, _, _ in todo), "all"]:
         n = len(ratios[group]["heft"])
         print(f"## {group} ({n} problems): makespan / HEFT's [95% CI], W/T/L vs HEFT")
@@ -218,6 +272,8 @@ def main() -> None:
         per = secs[name] / max(decisions[name], 1) * 1e3
         worst = max(to_best[name])
         print(f"  {name:<17}{m:.4f} [{lo:.4f}, {hi:.4f}]  worst {worst:.4f}  {secs[name]:8.1f} s  {per:7.2f} ms")
+    if pairs:
+        print_paired(pairs, [*dict.fromkeys(g for g, _, _ in todo), "all"], raw, rng)  # type: ignore[arg-type]
     if looked:
         print("\n## rollout planners: share of the choices (of two or more nodes) whose plans were completed")
         for name, (done, choices) in looked.items():
