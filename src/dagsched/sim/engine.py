@@ -204,7 +204,6 @@ class Simulator:
         self._ever_fits: npt.NDArray[np.bool_] | None = None
         self._init_randomness()
         self._next_arrival = 0
-        self._progress_pending += cp.n_workflows  # every arrival still to come is pending
         self._push_next_arrival()
         for nd in range(m):
             if self.node_available_s[nd] > 0:
@@ -269,15 +268,15 @@ class Simulator:
         heapq.heappush(self._heap, (float(at), kind, self._seq, payload, version))
 
     def _push_next_arrival(self) -> None:
-        """Put the next workflow arrival on the heap (counted as pending already): arrivals are pushed one at a
-        time, in (instant, workflow) order, so a long stream's thousands of future arrivals do not deepen the heap
-        every event goes through. Arrivals at one instant pop in workflow order, as if all had been pushed."""
+        """Put the next workflow arrival on the heap: arrivals are pushed one at a time, in (instant, workflow)
+        order, so a long stream's thousands of future arrivals do not deepen the heap every event goes through.
+        Arrivals at one instant pop in workflow order, as if all had been pushed; while any is still to come, the
+        one on the heap keeps the run's progress pending."""
         arrivals, i = self._st.arrivals, self._next_arrival
         if i < len(arrivals):
             at, w = arrivals[i]
             self._next_arrival = i + 1
-            self._seq += 1
-            heapq.heappush(self._heap, (at, ARRIVAL, self._seq, w, 0))
+            self._push(at, ARRIVAL, w)
 
     # ---- what a scheduler may look at ----------------------------------------------
 
@@ -1038,7 +1037,6 @@ class Simulator:
             f._push(self.now + predicted_left, FINISH, t, f._version)
         # arrivals happen in `_st.arrivals` order, so the workflows not yet submitted are that list's tail
         f._next_arrival = int(np.count_nonzero(self.submitted))
-        f._progress_pending += self.cp.n_workflows - f._next_arrival
         f._push_next_arrival()
         for nd in range(self.cp.n_nodes):
             if self.node_up[nd] and self.node_available_s[nd] > self.now:
