@@ -170,8 +170,10 @@ def main() -> None:
     parser.add_argument("--paired", default="", help="A/B pairs of scheduler names compared problem by problem")
     args = parser.parse_args()
     pairs = [tuple(x.split("/", 1)) for x in args.paired.split(",") if x]
-    scratch = tempfile.TemporaryDirectory()
-    alt = untrained_policy(Path(scratch.name)) if args.alt_policy == "untrained" else args.alt_policy
+    alt = args.alt_policy
+    if alt == "untrained":
+        scratch = tempfile.TemporaryDirectory()  # kept to the end: each mcts[alt] loads it
+        alt = untrained_policy(Path(scratch.name))
     rule = NodeRule.load(args.node_rule) if args.node_rule else None
     planners = [p for p in args.planners.split(",") if p]
     if "drl_plan" in planners:
