@@ -283,3 +283,77 @@ def test_a_stream_is_embedded_by_its_open_workflows_only() -> None:
         sim.apply(heft.decide(dp))
         dp = sim.next_decision()
     assert partial > 10
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_decision_recomputes_only_what_its_changes_reach(compiled: bool) -> None:
+    """Within one instant a pick or a wait changes a few tasks' dynamic features (offered flags, the started
+    task's state); the inference path then recomputes only the rows those changes reach through the rounds.
+    At every embedding of a bursty stream (each window walked, each pick) that equals the whole forward within
+    float32 rounding, the shortcut is taken most of the time, and the run's trace validates."""
+    from dagsched.generate.streams import generate_stream
+    from dagsched.sim.config import mode_settings
+
+    cp = compile_problem(generate_stream(cluster_preset("hetero-16"), 12, 0.95, "bursty", seed=4).problem())
+    config = SimConfig(**mode_settings("shared"))
+    calls = {"embed": 0, "update": 0}
+    worst = 0.0
+
+    class Checked(DRLScheduler):
+        def reset(self, cp, view, seed=0):
+            super().reset(cp, view, seed)
+            inference = self.inference
+            embed, update = inference.embed_tasks, inference._update_layers
+
+            def counted_update(*args):
+                calls["update"] += 1
+                return update(*args)
+
+            def checked_embed(d):
+                nonlocal worst
+                h = embed(d)
+                part = inference._part(d.visible)
+                whole = inference._layers(part, d.task_dyn if part.rows is None else d.task_dyn[part.rows])[-1]
+                worst = max(worst, float(np.abs(h - whole).max()))
+                calls["embed"] += 1
+                return h
+
+            inference._update_layers, inference.embed_tasks = counted_update, checked_embed
+
+    checked = Checked(policy=load_cached_policy(), compiled=compiled)
+    result = simulate(cp, checked, config, 4)
+    assert result.valid
+    assert worst < 1e-5
+    assert calls["embed"] > 200
+    assert calls["update"] > calls["embed"] / 2
+
+
+def test_neighbour_rows_and_round_rows_agree_with_numpy() -> None:
+    """The row kernels (`kernels.with_neighbours`, `kernels.aggregate_rows`) give what the numpy code gives, and a
+    round's rows equal the rows of the whole round (GAT and GCN graphs, random targets, a hub task)."""
+    from dagsched.policy.features import FeatureBuilder
+    from dagsched.policy.inference import PolicyInference
+
+    cp = compile_problem(
+        Problem(workflows=[generate_workflow("etl_star", 300, 5)], cluster=cluster_preset("small-3"), name="e")
+    )
+    builder = FeatureBuilder(cp, True)
+    rng = np.random.default_rng(0)
+    for conv in ("gat", "gcn"):
+        torch.manual_seed(1)
+        policy = SchedulingPolicy(hidden=16, conv=conv)
+        inference = PolicyInference(policy, builder)
+        graph = inference.graph
+        assert not graph.dense
+        w = inference.w
+        h = rng.standard_normal((cp.n_tasks, 16)).astype(np.float32)
+        for r in w.rounds:
+            whole = h + np.maximum(graph(r, h) @ r.mix_w + r.mix_b, 0.0)
+            for size in (1, 7, 60):
+                targets = np.sort(rng.choice(cp.n_tasks, size, replace=False))
+                near = graph.with_neighbours(targets)
+                assert near.tolist() == graph.with_neighbours(targets, compiled=True).tolist()
+                assert set(targets.tolist()) <= set(near.tolist())
+                for compiled in (False, True):
+                    rows = graph.round_rows(r, h, targets, compiled)
+                    np.testing.assert_allclose(rows, whole[targets], rtol=1e-5, atol=1e-5)

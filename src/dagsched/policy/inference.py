@@ -5,7 +5,8 @@ DAG's message-passing structure are computed there; the two directions of a roun
 product; dense matrices below DENSE_MAX_TASKS tasks, a CSR matrix above, no PyG call set-up. It reads
 `FeatureBuilder.decision` and scores only the legal pairs; on dense DAGs the whole forward is one numba
 kernel (`dagsched.policy.kernels.dense_logits`). It is tested against `SchedulingPolicy.forward_single`
-(logits within 1e-5, same greedy actions, same plans).
+(logits within 1e-5, same greedy actions, same plans). Within one instant (the picks and windows of one
+decision) it recomputes only the task rows a change reaches (`PolicyInference.embed_tasks`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ DENSE_MAX_TASKS = 96
 Array32 = npt.NDArray[np.float32]
 Layers = list[tuple[Array32, Array32]]
 
+
+INCREMENTAL_MAX_SHARE = 0.25
+"""`PolicyInference.embed_tasks` recomputes only the rows a change reaches when at most this share of the rows
+changed; past it the whole forward is as cheap."""
 
 _NUMPY_MATMUL_MAX = 1 << 15
 """Above this many multiply-adds a product goes to torch (one thread): numpy's BLAS starts threads there, which
@@ -201,8 +206,14 @@ class _Graph:
             self.deg = np.concatenate(deg)
             crow = np.concatenate([[0], np.cumsum(self.deg)])
             self._crow, self._col = torch.from_numpy(crow), torch.from_numpy(self.src)
+            self.crow = crow
+            self.edge_w = np.concatenate(weights)
             if not gat:
-                self.norm = self._csr(np.concatenate(weights))
+                self.norm = self._csr(self.edge_w)
+            undirected = np.concatenate([edge_index, edge_index[::-1]], axis=1)
+            order = np.argsort(undirected[1], kind="stable")
+            self.adj_ptr = np.concatenate([[0], np.cumsum(np.bincount(undirected[1], minlength=n))])
+            self.adj = undirected[0][order]
 
     def _csr(self, values: Array32) -> Tensor:
         size = (len(self._crow) - 1, len(self._crow) - 1)
@@ -254,6 +265,76 @@ class _Graph:
             msg += r.bias.reshape(F, C)
             return msg.reshape(n, fc)
         return np.ascontiguousarray(out.transpose(1, 0, 2)).reshape(n, fc) + r.bias
+
+    def with_neighbours(self, rows: npt.NDArray[np.int64], compiled: bool = False) -> npt.NDArray[np.int64]:
+        """`rows` and every task one edge away from them (either direction), sorted, each once (CSR graphs)."""
+        if len(rows) == 0:
+            return rows
+        if compiled:
+            return kernels.with_neighbours(rows, self.adj_ptr, self.adj, self._scratch()[0])
+        lo, hi = self.adj_ptr[rows], self.adj_ptr[rows + 1]
+        near = self.adj[_ranges(lo, hi)]
+        return np.unique(np.concatenate([rows, near]))
+
+    def _scratch(self) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
+        """Per-task scratch of the row kernels, made on first use: marks (all False between calls), rows."""
+        if not hasattr(self, "_mark"):
+            self._mark, self._pos = np.zeros(self.n, dtype=bool), np.zeros(self.n, dtype=np.int64)
+        return self._mark, self._pos
+
+    def round_rows(self, r: _Round, h: Array32, targets: npt.NDArray[np.int64], compiled: bool) -> Array32:
+        """A round's new embeddings `h + relu(mix(round(h)))` at `targets` only (CSR graphs): `at`'s messages
+        (the numba kernel `kernels.aggregate_rows` where compiled), then the mix."""
+        if compiled:
+            need = self.with_neighbours(targets, compiled)  # the rows of h the targets' messages read
+            pos = self._scratch()[1]
+            pos[need] = np.arange(len(need))
+            proj = _mm(h[need], r.w)
+            msg = kernels.aggregate_rows(
+                proj, pos, targets, self.crow, self.src, self.n, self.heads, self.gat, self.slope, self.edge_w, r.bias
+            )
+        else:
+            msg = self.at(r, h, targets)
+        return h[targets] + np.maximum(_mm(msg, r.mix_w) + r.mix_b, 0.0)
+
+    def at(self, r: _Round, h: Array32, targets: npt.NDArray[np.int64]) -> Array32:
+        """`__call__`'s rows for `targets` only (CSR graphs), from the rows of h they read (targets and their
+        in-neighbours): what a round gives where a change of a few tasks' inputs can reach. Equal to `__call__`'s
+        rows within float32 rounding (the softmax is shifted per target, which is the same in exact arithmetic)."""
+        n, F, T = self.n, self.heads, len(targets)
+        head_rows = (np.arange(F)[:, None] * n + targets[None, :]).reshape(-1)  # (F * T,): head, then target
+        lo, hi = self.crow[head_rows], self.crow[head_rows + 1]
+        edges = _ranges(lo, hi)
+        counts = hi - lo
+        seg_start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        head_of_edge = np.repeat(np.repeat(np.arange(F), T), counts)
+        src = self.src[edges] - head_of_edge * n
+        need, inverse = np.unique(np.concatenate([src, targets]), return_inverse=True)
+        proj = _mm(h[need], r.w)
+        src_row, tgt_row = inverse[: len(src)], inverse[len(src) :]
+        fc = proj.shape[1] - (2 * F if self.gat else 0)
+        C = fc // F
+        x = proj[src_row, :fc].reshape(len(src), F, C)[np.arange(len(src)), head_of_edge]  # (E, C)
+        if self.gat:
+            e = proj[src_row, fc + head_of_edge] + proj[np.repeat(np.tile(tgt_row, F), counts), fc + F + head_of_edge]
+            e = np.maximum(e, self.slope * e)
+            e -= np.repeat(np.maximum.reduceat(e, seg_start), counts)
+            wt = np.exp(e)
+            out = np.add.reduceat(wt[:, None] * x, seg_start, axis=0) / np.add.reduceat(wt, seg_start)[:, None]
+        else:
+            out = np.add.reduceat(self.edge_w[edges][:, None] * x, seg_start, axis=0)
+        out = out.reshape(F, T, C).transpose(1, 0, 2).reshape(T, fc)
+        return np.asarray(out + r.bias, dtype=np.float32)
+
+
+def _ranges(lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The integers of [lo[0], hi[0]), then of [lo[1], hi[1]), ... in one array."""
+    counts = hi - lo
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.repeat(lo - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+    return np.asarray(np.arange(total) + offsets, dtype=np.int64)
 
 
 _HASH = np.random.default_rng(20261202).integers(1, 2**62, size=64, dtype=np.int64) | 1
@@ -314,7 +395,9 @@ class PolicyInference:
         self.graph = _Graph(builder.edge_index, n, w.heads, w.gat, w.slope)
         self.edge_index = builder.edge_index
         self._parts: dict[bytes, _Part] = {}
+        self._last: tuple[_Part, Array32, list[Array32]] | None = None  # part, its dynamic features, layers
         use_kernel = kernels.AVAILABLE if compiled is None else compiled and kernels.AVAILABLE
+        self._compiled = use_kernel
         use_kernel = use_kernel and self.graph.dense and not w.history and len(w.rounds) > 0
         use_kernel = use_kernel and builder.cp.n_workflows == 1  # a stream embeds its visible part (`_part`)
         self._kernel_weights = self._pack(w) if use_kernel else None
@@ -388,16 +471,56 @@ class PolicyInference:
 
     def embed_tasks(self, d: DecisionInputs) -> Array32:
         """Embeddings (v, h) of the visible tasks (all n of one workflow), in task order: the task encoder and
-        the message-passing rounds (`_embed_tasks`)."""
-        w = self.w
+        the message-passing rounds.
+
+        On a CSR graph the layers of the last call are kept, and when the same part's dynamic task features
+        changed in at most `INCREMENTAL_MAX_SHARE` of its rows (a pick or a wait at one instant changes the
+        offered flags of two windows and the started task's state) only the rows those changes reach are
+        recomputed: the changed rows' encoding, then each round's rows one edge further. The same network,
+        within float32 rounding; it is what keeps a decision that walks many windows of a long queue (a burst on
+        a shared cluster) from paying a whole forward per window."""
         part = self._part(d.visible)
         dyn = d.task_dyn if part.rows is None else d.task_dyn[part.rows]
-        pre = part.static_pre + _mm(dyn, w.task_dyn_w)
-        h = _apply(w.task_second, np.maximum(pre, 0.0))
-        np.maximum(h, 0.0, out=h)
-        for r in w.rounds:
+        last = self._last
+        if not part.graph.dense and last is not None and last[0] is part:
+            changed = np.flatnonzero((dyn != last[1]).any(axis=1))
+            if len(changed) <= INCREMENTAL_MAX_SHARE * len(dyn):
+                layers = self._update_layers(part, dyn, changed, last[2])
+                self._last = (part, dyn, layers)
+                return layers[-1]
+        layers = self._layers(part, dyn)
+        self._last = None if part.graph.dense else (part, dyn, layers)
+        return layers[-1]
+
+    def _encode(self, static_pre: Array32, dyn: Array32) -> Array32:
+        w = self.w
+        h = _apply(w.task_second, np.maximum(static_pre + _mm(dyn, w.task_dyn_w), 0.0))
+        return np.maximum(h, 0.0, out=h)
+
+    def _layers(self, part: _Part, dyn: Array32) -> list[Array32]:
+        """The task encoder's output and each round's, for every task of the part."""
+        h = self._encode(part.static_pre, dyn)
+        layers = [h]
+        for r in self.w.rounds:
             h = h + np.maximum(_mm(part.graph(r, h), r.mix_w) + r.mix_b, 0.0)
-        return h
+            layers.append(h)
+        return layers
+
+    def _update_layers(
+        self, part: _Part, dyn: Array32, changed: npt.NDArray[np.int64], before: list[Array32]
+    ) -> list[Array32]:
+        """`_layers` after the dynamic features of the `changed` rows moved, from the layers `before` it."""
+        if len(changed) == 0:
+            return before
+        graph = part.graph
+        layers = [x.copy() for x in before]
+        rows = changed
+        layers[0][rows] = self._encode(part.static_pre[rows], dyn[rows])
+        compiled = self._compiled
+        for i, r in enumerate(self.w.rounds):
+            rows = graph.with_neighbours(rows, compiled)
+            layers[i + 1][rows] = graph.round_rows(r, layers[i], rows, compiled)
+        return layers
 
     def logits(self, d: DecisionInputs) -> Array32:
         """Masked logits (k * m + 1,) in the unpadded action layout, as `forward_single` gives them."""
@@ -485,6 +608,11 @@ def warm_up(policy: Any = None) -> None:
     sim.step()
     builder = FeatureBuilder(cp, sim.classic, compiled=True)
     decision = builder.decision(sim.decision_point())
+    one = np.zeros(1, dtype=np.int64)  # the row kernels of `embed_tasks`' update, on a one-task graph
+    kernels.with_neighbours(one, np.array([0, 0]), one[:0], np.zeros(1, dtype=bool))
+    for gat in (True, False):
+        proj = np.zeros((1, 4 if gat else 2), dtype=np.float32)
+        kernels.aggregate_rows(proj, one, one, np.array([0, 1]), one, 1, 1, gat, 0.2, np.ones(1), np.zeros(2))
     _WARM.add("features")
     if key is not None:
         PolicyInference(policy, builder, compiled=True).logits(decision)

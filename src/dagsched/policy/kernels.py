@@ -26,7 +26,7 @@ import numpy as np
 from dagsched.model.compiled import EPS
 from dagsched.sim.kernels import AVAILABLE, njit, room_times_kernel, window_kernel
 
-__all__ = ["AVAILABLE", "decision_kernel", "dense_logits"]
+__all__ = ["AVAILABLE", "decision_kernel", "dense_logits", "aggregate_rows", "with_neighbours"]
 
 CLIP = 10.0  # features.FEATURE_CLIP
 N_PAIR = 13  # len(features.PAIR_FEATURES)
@@ -545,3 +545,82 @@ def dense_logits(
             first[0, j] = max(np.float64(a[0, j]) + b[0, j] + wait_b[j], 0.0)
         wait = _linear(first, wait2_w, wait2_b, False)[0, 0]
     return scores, cand_h, wait
+
+
+@njit(cache=True)
+def with_neighbours(rows: Any, adj_ptr: Any, adj: Any, mark: Any) -> Any:
+    """`rows` and every task one edge away from them, sorted, each once; `mark` (v,) is scratch, all False on
+    entry and on exit. `inference._Graph.with_neighbours` in one call."""
+    count = 0
+    for t in rows:
+        if not mark[t]:
+            mark[t] = True
+            count += 1
+        for j in range(adj_ptr[t], adj_ptr[t + 1]):
+            s = adj[j]
+            if not mark[s]:
+                mark[s] = True
+                count += 1
+    out = np.empty(count, np.int64)
+    i = 0
+    for t in rows:
+        if mark[t]:
+            out[i] = t
+            i += 1
+            mark[t] = False
+        for j in range(adj_ptr[t], adj_ptr[t + 1]):
+            s = adj[j]
+            if mark[s]:
+                out[i] = s
+                i += 1
+                mark[s] = False
+    out.sort()
+    return out
+
+
+@njit(cache=True)
+def aggregate_rows(
+    proj: Any, pos: Any, targets: Any, crow: Any, src: Any, n: int, heads: int, gat: bool, slope: float,
+    edge_w: Any, bias: Any,
+) -> Any:  # fmt: skip
+    """One message-passing round's aggregated messages (before the mix) at `targets`, from `proj` (rows of
+    `h @ w` for the targets and their neighbours; `pos[t]` is task t's row) and the CSR structure of
+    `inference._Graph`: each head's incoming edges of a target (self-loop included), a GAT's softmax over them
+    shifted by their maximum, or a GCN's fixed weights. Float64 inside, float32 out."""
+    F = heads
+    fc = proj.shape[1] - (2 * F if gat else 0)
+    C = fc // F
+    out = np.empty((len(targets), fc), np.float32)
+    msg = np.empty(C)
+    for i in range(len(targets)):
+        t = targets[i]
+        pt = pos[t]
+        for f in range(F):
+            lo, hi = crow[f * n + t], crow[f * n + t + 1]
+            for c in range(C):
+                msg[c] = 0.0
+            if gat:
+                top = -np.inf
+                for j in range(lo, hi):
+                    e = np.float64(proj[pos[src[j] - f * n], fc + f]) + proj[pt, fc + F + f]
+                    e = e if e > 0 else slope * e
+                    top = max(top, e)
+                total = 0.0
+                for j in range(lo, hi):
+                    ps = pos[src[j] - f * n]
+                    e = np.float64(proj[ps, fc + f]) + proj[pt, fc + F + f]
+                    e = e if e > 0 else slope * e
+                    a = np.exp(e - top)
+                    total += a
+                    for c in range(C):
+                        msg[c] += a * proj[ps, f * C + c]
+                for c in range(C):
+                    msg[c] /= total
+            else:
+                for j in range(lo, hi):
+                    ps = pos[src[j] - f * n]
+                    for c in range(C):
+                        msg[c] += edge_w[j] * proj[ps, f * C + c]
+            for c in range(C):
+                out[i, f * C + c] = msg[c] + bias[f * C + c]
+    return out
