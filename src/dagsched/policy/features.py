@@ -56,6 +56,12 @@ FEATURE_VERSION = 2
 `oct` and `o_eft_gap` (what a task's placement does to its successors' communication), and on a problem of
 several workflows the task summary over the open ones only (`FeatureBuilder.visible`); issue 16."""
 
+WINDOWS = ("rank", "srpt", "auto")
+"""The order the offered window takes ready tasks in (after "can start now"): `rank`, HEFT's upward rank;
+`srpt`, the workflow with the least work left first (shortest remaining processing time, the rule that lowers
+mean completion on a shared cluster; running tasks count whole), then upward rank inside it; `auto`, `rank` on
+a problem of one workflow and `srpt` on several (docs/policy.md, "Shared cluster")."""
+
 FEATURE_CLIP = 10.0
 """Every feature lies in [-FEATURE_CLIP, FEATURE_CLIP]."""
 
@@ -262,9 +268,12 @@ class FeatureBuilder:
         max_candidates: int = 16,
         history_len: int = 0,
         compiled: bool | None = None,
+        window: str = "auto",
     ) -> None:
         if max_candidates < 1:
             raise ValueError(f"max_candidates must be at least 1, got {max_candidates}")
+        if window not in WINDOWS:
+            raise ValueError(f"window must be one of {', '.join(WINDOWS)}, got {window!r}")
         if history_len < 0:
             raise ValueError(f"history_len must be >= 0, got {history_len}")
         self.cp = cp
@@ -298,6 +307,10 @@ class FeatureBuilder:
         pos = np.empty(n, dtype=np.int64)
         pos[cp.topo] = np.arange(n)
         self.topo_pos = pos
+        self.window = ("srpt" if cp.n_workflows > 1 else "rank") if window == "auto" else window
+        """the window's order on this problem (`WINDOWS`, `auto` resolved)"""
+        self._work = np.asarray(cp.req[:, 0] * cp.runtime_s, dtype=np.float64)  # cpu x runtime at speed 1
+        self._rank_span = float(self.rank_u.max(initial=0.0)) + 1.0  # above any upward rank
         self.ever_fits = np.all(self.cap[None, :, :] + _EPS >= self.req[:, None, :], axis=2)  # (n, m)
         if cp.allowed is not None:  # a placement rule forbids the pair: never a start there
             self.ever_fits &= cp.allowed
@@ -461,7 +474,7 @@ class FeatureBuilder:
             dp.arrival_s,
             dp.legal,
             self.max_candidates,
-            self.rank_u,
+            self.window_priority(dp),
             self.topo_pos,
             dp.status,
             run,
@@ -522,9 +535,20 @@ class FeatureBuilder:
         open_wf = (cp.wf_submit_s <= dp.now) & (done < self.wf_size)
         return np.asarray(open_wf[cp.task_wf], dtype=bool)
 
+    def window_priority(self, dp: DecisionPoint) -> FloatArray:
+        """Each task's priority in the offered window (higher first; `self.window`): the upward rank, or under
+        `srpt` the workflow's place by work left (least first) above the upward rank."""
+        if self.window == "rank":
+            return self.rank_u
+        cp = self.cp
+        left = np.bincount(cp.task_wf, np.where(dp.status == DONE, 0.0, self._work), minlength=cp.n_workflows)
+        place = np.empty(cp.n_workflows)
+        place[np.argsort(left, kind="stable")] = np.arange(cp.n_workflows, 0, -1)  # the least work left: highest
+        return np.asarray(place[cp.task_wf] * self._rank_span + self.rank_u)
+
     def _candidates(self, dp: DecisionPoint) -> tuple[IntArray, BoolArray, FloatArray]:
-        """Offered tasks (the decision point's window by upward rank), their legal rows, arrivals."""
-        order = dp.window(self.rank_u, self.topo_pos, self.max_candidates, compiled=False)
+        """Offered tasks (the decision point's window by `window_priority`), their legal rows, arrivals."""
+        order = dp.window(self.window_priority(dp), self.topo_pos, self.max_candidates, compiled=False)
         return dp.ready[order], dp.legal[order], dp.arrival_s[order]
 
     def _running(self, dp: DecisionPoint) -> tuple[IntArray, IntArray, FloatArray]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -37,15 +38,25 @@ ACTIONS = ("pair", "task_eft", "rank_node", "auto")
 """How a decision reads the policy's pair scores (issue 16's action-space question, measured at decode time with
 one network by benchmarks/bench_policy.py): `pair` takes the best (task, node) pair or wait; `task_eft` takes the
 task of the best pair and puts it on its earliest-finish legal node (the policy is a learned priority); `rank_node`
-takes the highest-ranked startable candidate (upward rank, the window's order) and lets the policy choose its node
-or to wait (the policy is a learned node rule); `auto` is `rank_node` on a problem of one workflow and `pair` on
-several (a stream), what won on held-out workloads of each kind (docs/policy.md)."""
+takes the first startable candidate in the window's order (`features.WINDOWS`: upward rank on one workflow, the
+workflow with the least work left on a stream) and lets the policy choose its node or to wait (the policy is a
+learned node rule); `auto` is what won on held-out workloads of each kind (docs/policy.md): `rank_node` on both.
+(On streams `pair` won while the window was by upward rank and the policy could wait with pairs legal; with the
+SRPT window and `WAITS`' idle waits `rank_node` had the shorter mean completion on 13 of 16 held-out streams.)"""
+
+
+WAITS = ("policy", "idle", "auto")
+"""When a decision may end in a wait while an offered pair could start: `policy`, whenever the policy prefers it
+(the decision point's wait rule allows it); `idle`, never (work-conserving: it waits only when nothing offered can
+start); `auto`, `policy` on one workflow and `idle` on a stream, where a node left idle for a better one later is
+capacity the other workflows lose (docs/policy.md, "Shared cluster")."""
 
 
 def resolve_action(action: str, one_workflow: bool) -> str:
-    """The action space `action` decodes on a problem of one workflow or of several (`auto` picks per problem)."""
+    """The action space `action` decodes on a problem of one workflow or of several (`auto`: `rank_node` on both,
+    kept per problem so that a future winner can differ by kind)."""
     if action == "auto":
-        return "rank_node" if one_workflow else "pair"
+        return "rank_node"
     return action
 
 
@@ -92,11 +103,13 @@ class DRLScheduler(Scheduler):
     """The learned policy, greedy by default (temperature > 0 with greedy=False samples).
 
     The policy sees at most `max_candidates` ready tasks at once (startable first, then by upward
-    rank). With `defer_windows` (default) choosing "wait" defers only the tasks it was shown: the
-    next ready tasks are offered in their place until every ready task was shown or one is started,
-    so a wide DAG's lower-ranked tasks can use nodes the top ones do not want. Without it a wait on
-    the first window idled the whole cluster: on a 1,000-task layered DAG on 100 nodes the policy
-    waited 2,662 times with pairs legal and used 38 nodes (makespan 2.2 x HEFT's).
+    rank on one workflow, by the workflow's work left on a stream: `window`). On a stream it waits
+    only when nothing offered can start (`waits`). With `defer_windows` (default) choosing "wait"
+    defers only the tasks it was shown: the next ready tasks are offered in their place until every
+    ready task was shown or one is started, so a wide DAG's lower-ranked tasks can use nodes the top
+    ones do not want. Without it a wait on the first window idled the whole cluster: on a 1,000-task
+    layered DAG on 100 nodes the policy waited 2,662 times with pairs legal and used 38 nodes
+    (makespan 2.2 x HEFT's).
     `fast=False` runs the reference path (`FeatureBuilder.build` + `forward_single` through PyG) instead
     of the inference path; both make the same plans (tests/schedulers/test_drl.py). The inference path runs
     the numba kernels of `dagsched.policy.kernels` unless `compiled=False` (numpy only, same plans).
@@ -115,6 +128,8 @@ class DRLScheduler(Scheduler):
         defer_windows: bool = True,
         compiled: bool | None = None,
         action: str | None = None,
+        window: str = "auto",
+        waits: str = "auto",
     ) -> None:
         import torch  # here, not at module level: importing the scheduler registry must stay light
 
@@ -139,6 +154,13 @@ class DRLScheduler(Scheduler):
         if action not in ACTIONS:
             raise ValueError(f"action must be one of {', '.join(ACTIONS)}, got {action!r}")
         self.action = action
+        if waits not in WAITS:
+            raise ValueError(f"waits must be one of {', '.join(WAITS)}, got {waits!r}")
+        self.window = window
+        """the offered window's order (`features.WINDOWS`; `auto`: upward rank on one workflow, SRPT on several)"""
+        self.waits = waits
+        self.idle_waits = False
+        """whether a wait is taken only when nothing offered can start (`waits`, resolved at `reset`)"""
         """the action space decoded (default: the one the policy was trained for, `PolicyConfig.action_space`)"""
         self.decode = resolve_action(action, True)
         """`action` as decoded on the current problem (`auto` resolves at `reset`)"""
@@ -151,9 +173,13 @@ class DRLScheduler(Scheduler):
         from dagsched.policy.inference import PolicyInference
 
         super().reset(cp, view, seed)
-        self.decode = resolve_action(self.action, cp.n_workflows == 1)
+        one_workflow = cp.n_workflows == 1
+        self.decode = resolve_action(self.action, one_workflow)
+        self.idle_waits = self.waits == "idle" or (self.waits == "auto" and not one_workflow)
         history = self.policy.config.history_len
-        self.builder = FeatureBuilder(cp, view.classic, self.max_candidates, history, compiled=self.compiled)
+        self.builder = FeatureBuilder(
+            cp, view.classic, self.max_candidates, history, compiled=self.compiled, window=self.window
+        )
         self.generator = torch.Generator().manual_seed(int(seed))
         self.inference = PolicyInference(self.policy, self.builder, self.compiled) if self.fast else None
         # torch's first forward pays one-off set-up costs: not in decision latency
@@ -192,7 +218,11 @@ class DRLScheduler(Scheduler):
                 break
             obs = builder.decision(here) if self.inference is not None else builder.build(here)
             mask = obs.action_mask()
-            forced_wait = self.greedy and not obs.legal.any()  # only waiting is legal here: no network needed
+            can_start = obs.legal.any()
+            forced_wait = self.greedy and not can_start  # only waiting is legal here: no network needed
+            if self.idle_waits and can_start and obs.wait_legal:
+                obs = replace(obs, wait_legal=False)
+                mask = obs.action_mask()
             a = len(mask) - 1 if forced_wait else self._pick(obs)
             if not mask[a]:  # cannot happen: illegal logits are MASK_LOGIT
                 raise RuntimeError(f"drl chose illegal action {a}")
