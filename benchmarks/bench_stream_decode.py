@@ -1,0 +1,116 @@
+"""How the learned policy decides on a shared cluster: the offered window's order and when it may wait.
+
+On held-out streams (hetero-16, the `shared` mode's noise, failures and stragglers; seeds 101 and up by
+default, which no suite uses), each variant of the `drl` decode runs beside the online heuristics, and the
+bench prints each stream's steady-state mean completion time, then per variant the mean of its ratio to
+`fair`'s on the same stream with a 95 % bootstrap interval and wins/ties/losses against `fair`.
+
+A variant is `WINDOW/WAITS/ACTION` (`features.WINDOWS`, `drl.WAITS`, `drl.ACTIONS`); `drl` alone is the
+scheduler's defaults. `srpt+eft` is the ablation of the learned part: the SRPT window's order (the workflow
+with the least work left first, then upward rank) with every task on its earliest-finish startable node and no
+waits, i.e. `srpt/idle/rank_node` with the policy's node choice replaced by the earliest finish. Prints;
+asserts nothing.
+
+    .venv/bin/python benchmarks/bench_stream_decode.py --workflows 80 --load 0.85 --arrival poisson \
+        --seeds 105,106,107,108,109,110 --variants rank/policy/pair,srpt/idle/pair,srpt/idle/rank_node
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Iterator
+
+import numpy as np
+
+from dagsched.bench.stats import bootstrap_ci
+from dagsched.generate import cluster_preset
+from dagsched.generate.streams import generate_stream
+from dagsched.model import compile_problem
+from dagsched.model.compiled import CompiledProblem
+from dagsched.schedulers import make_scheduler
+from dagsched.schedulers.base import Scheduler
+from dagsched.schedulers.greedy import ListScheduler
+from dagsched.schedulers.progress import tail_path_s, task_work
+from dagsched.sim.config import SimConfig, mode_settings
+from dagsched.sim.decision import DONE, Decision, DecisionPoint
+from dagsched.sim.engine import Simulator
+from dagsched.sim.metrics import stream_metrics
+
+
+class SRPTEarliestFinish(ListScheduler):
+    """The workflow with the least work left first (running tasks whole), its longest tail first, each task on
+    the startable node that finishes it first: drl's stream decode without the policy."""
+
+    name = "srpt+eft"
+    uses_seed = False
+
+    def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:
+        super().reset(cp, dp, seed)
+        self.work, self.tail_s = task_work(cp), tail_path_s(cp)
+        self.left = np.zeros(cp.n_workflows)
+
+    def decide(self, dp: DecisionPoint) -> Decision:
+        cp = self.cp
+        self.left = np.bincount(cp.task_wf, np.where(dp.status == DONE, 0.0, self.work), minlength=cp.n_workflows)
+        return super().decide(dp)
+
+    def order(self, ready: list[int]) -> Iterator[int]:
+        wf = self.cp.task_wf
+        yield from sorted(ready, key=lambda t: (float(self.left[wf[t]]), -float(self.tail_s[t]), t))
+
+
+def make(variant: str) -> Scheduler:
+    from dagsched.schedulers.drl import DRLScheduler
+
+    if variant == "srpt+eft":
+        return SRPTEarliestFinish()
+    if variant == "drl":
+        return DRLScheduler()
+    if variant.count("/") == 2:
+        window, waits, action = variant.split("/")
+        return DRLScheduler(window=window, waits=waits, action=action)
+    return make_scheduler(variant)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workflows", type=int, default=80)
+    ap.add_argument("--load", type=float, default=0.85)
+    ap.add_argument("--arrival", default="poisson")
+    ap.add_argument("--cluster", default="hetero-16")
+    ap.add_argument("--seeds", default="105,106,107,108,109,110")
+    ap.add_argument("--variants", default="srpt+eft,rank/policy/pair,srpt/idle/pair,srpt/idle/rank_node")
+    args = ap.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
+    names = ["fair", *[v for v in args.variants.split(",") if v and v != "fair"]]
+    config = SimConfig(**mode_settings("shared"))
+    means: dict[str, list[float]] = {v: [] for v in names}
+    for seed in seeds:
+        stream = generate_stream(cluster_preset(args.cluster), args.workflows, args.load, args.arrival, seed=seed)
+        cp = compile_problem(stream.problem())
+        for v in names:
+            sim, sched = Simulator(cp, config, seed), make(v)
+            sched.reset(cp, sim.decision_point(), seed)
+            t0 = time.perf_counter()
+            trace = sim.run(sched)
+            m = stream_metrics(cp, trace, config)
+            means[v].append(m.completion_mean)
+            print(
+                f"seed {seed} {v:24s} mean completion {m.completion_mean:8.1f} s  p95 {m.completion_p95:8.1f} s  "
+                f"SLA {m.sla_hit_rate:.3f}  {time.perf_counter() - t0:6.1f} s",
+                flush=True,
+            )
+    fair = np.array(means["fair"])
+    print(
+        f"\n{args.workflows} workflows, load {args.load}, {args.arrival}, seeds {args.seeds}: mean completion / fair's"
+    )
+    for v in names[1:]:
+        ratio = np.array(means[v]) / fair
+        low, high = bootstrap_ci(ratio)
+        w, t = int((ratio < 0.999).sum()), int((abs(ratio - 1) <= 0.001).sum())
+        print(f"  {v:24s} {ratio.mean():.3f} [{low:.3f}, {high:.3f}]  W/T/L vs fair {w}/{t}/{len(ratio) - w - t}")
+
+
+if __name__ == "__main__":
+    main()
