@@ -11,7 +11,7 @@ Per group (CCR, or recipe) it prints each scheduler's mean makespan ratio to HEF
 with a 95 % bootstrap interval, wins/ties/losses against HEFT, and at the end the mean and worst ratio
 to the best of the heuristics on each problem. The learned policy runs with each action space of
 `dagsched.schedulers.drl.ACTIONS` (one network, decoded three ways; `--actions pair` alone for a dagsched
-that predates them). Prints; asserts nothing.
+that predates them; `ACTION/WAITS`, e.g. `rank_node/idle`, also sets `drl.WAITS`). Prints; asserts nothing.
 
 With `--search SIMS`, also `mcts` (PUCT with the policy's priors) and `mcts_uct` at the same number of
 simulations per decision (and the seconds each spent, so the time per decision can be read off); with
@@ -203,6 +203,7 @@ def main() -> None:
     secs: dict[str, float] = defaultdict(float)
     decisions: dict[str, int] = defaultdict(int)
     rng = np.random.default_rng(0)
+    last_rule = args.choose.split(",")[-1]  # the ablations play by the last of --choose's rules
     todo = problems(args.seeds)
     if args.groups:
         todo = [p for p in todo if p[0] in args.groups.split(",")]
@@ -213,17 +214,19 @@ def main() -> None:
         makespans = {}
         for name in names:
             if name.startswith("drl["):
-                action = name[4:-1]
+                action, _, waits = name[4:-1].partition("/")
                 kwargs: dict[str, str] = {"policy_path": args.policy} if args.policy else {}
                 if "action" in inspect.signature(DRLScheduler).parameters:  # a dagsched that predates it: pairs
                     kwargs["action"] = action
+                if waits:
+                    kwargs["waits"] = waits
                 sched = DRLScheduler(**kwargs)
             elif name == "mcts[uniform]":
-                sched = UniformPriors(MCTSConfig(sims=args.search, choose=args.choose.split(",")[-1]))
+                sched = UniformPriors(MCTSConfig(sims=args.search, choose=last_rule))
             elif name == "mcts[alt]":
-                sched = MCTS(MCTSConfig(sims=args.search, choose=args.choose.split(",")[-1]), policy_path=alt)
+                sched = MCTS(MCTSConfig(sims=args.search, choose=last_rule), policy_path=alt)
             elif name == "mcts_uct[rank]":
-                sched = MCTSUCT(MCTSConfig(sims=args.search, choose=args.choose.split(",")[-1], widening="rank"))
+                sched = MCTSUCT(MCTSConfig(sims=args.search, choose=last_rule, widening="rank"))
             elif name.startswith("mcts"):
                 choose = name.partition("[")[2].rstrip("]") or args.choose
                 config = MCTSConfig(sims=args.search, choose=choose)
