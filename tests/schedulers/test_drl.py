@@ -204,6 +204,10 @@ def test_restricted_action_spaces_decode_as_documented(action: str) -> None:
     ]
     with pytest.raises(ValueError, match="action"):
         DRLScheduler(policy=policy, action="node_only")
+    with pytest.raises(ValueError, match="window must be one of rank, srpt, auto"):
+        DRLScheduler(policy=policy, window="fifo")
+    with pytest.raises(ValueError, match="waits must be one of policy, idle, auto"):
+        DRLScheduler(policy=policy, waits="never")
 
 
 def test_the_policy_file_carries_its_action_space_and_drl_decodes_it(tmp_path) -> None:

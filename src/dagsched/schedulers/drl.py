@@ -5,8 +5,10 @@ What it does: at each decision point it reads the state at its exact sizes (no p
 (task, node) pairs before the softmax, and picks pairs one at a time at the same instant (greedy
 argmax by default, or sampled with a temperature) until it chooses to wait or no pair is legal.
 The environment `dagsched/Scheduling-v0` it was trained in has the same semantics: candidates
-are the top-K ready tasks (startable first, then upward rank, then topological position), and
-after each start the state is observed again.
+are the top-K ready tasks (startable first, then the window's priority, `features.WINDOWS`, then
+topological position), and after each start the state is observed again. On a stream drl also
+waits only when nothing offered can start (`WAITS`), a decode rule the environment does not apply
+(no policy has been trained on streams).
 Source: Decima (Mao et al., SIGCOMM 2019) for the (task, node) action over a graph embedding;
 GCNScheduler (Kiamari and Krishnamachari, 2022) for the imitation warm start from HEFT.
 Complexity: one GNN forward per pick, O((v + e) h^2 + L h^2) with h the embedding width and L <= K m the
@@ -133,6 +135,7 @@ class DRLScheduler(Scheduler):
     ) -> None:
         import torch  # here, not at module level: importing the scheduler registry must stay light
 
+        from dagsched.policy.features import WINDOWS
         from dagsched.policy.files import load_cached_policy
         from dagsched.policy.inference import warm_up
 
@@ -154,6 +157,11 @@ class DRLScheduler(Scheduler):
         if action not in ACTIONS:
             raise ValueError(f"action must be one of {', '.join(ACTIONS)}, got {action!r}")
         self.action = action
+        """the action space decoded (default: the one the policy was trained for, `PolicyConfig.action_space`)"""
+        self.decode = resolve_action(action, True)
+        """`action` as decoded on the current problem (`auto` resolves at `reset`)"""
+        if window not in WINDOWS:
+            raise ValueError(f"window must be one of {', '.join(WINDOWS)}, got {window!r}")
         if waits not in WAITS:
             raise ValueError(f"waits must be one of {', '.join(WAITS)}, got {waits!r}")
         self.window = window
@@ -161,9 +169,6 @@ class DRLScheduler(Scheduler):
         self.waits = waits
         self.idle_waits = False
         """whether a wait is taken only when nothing offered can start (`waits`, resolved at `reset`)"""
-        """the action space decoded (default: the one the policy was trained for, `PolicyConfig.action_space`)"""
-        self.decode = resolve_action(action, True)
-        """`action` as decoded on the current problem (`auto` resolves at `reset`)"""
         self._warm = False
 
     def reset(self, cp: CompiledProblem, view: DecisionPoint, seed: int = 0) -> None:
