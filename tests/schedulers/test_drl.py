@@ -153,7 +153,7 @@ def test_a_wait_defers_only_the_offered_window(defer: bool) -> None:
     assert (unseen == []) == defer, unseen[:3]
 
 
-@pytest.mark.parametrize("action", ["task_eft", "rank_node"])
+@pytest.mark.parametrize("action", ["task_eft", "rank_node", "rank_top2"])
 def test_restricted_action_spaces_decode_as_documented(action: str) -> None:
     """The action spaces measured against the pair action (benchmarks/bench_policy.py): `task_eft` keeps the
     policy's task and moves it to its earliest-finish legal node; `rank_node` keeps the first startable
@@ -192,6 +192,15 @@ def test_restricted_action_spaces_decode_as_documented(action: str) -> None:
                     assert logits[a] == logits[first * m : (first + 1) * m][obs.legal[first]].max()
                 elif first is not None:
                     assert logits[k * m] > logits[first * m : (first + 1) * m][obs.legal[first]].max()
+            if action == "rank_top2" and obs.legal.any():
+                first = int(np.flatnonzero(obs.legal.any(axis=1))[0])
+                assert a // m == first  # never a wait while the first candidate can start
+                row = finish[first]
+                two = np.argsort(row, kind="stable")[:2]
+                two = two[np.isfinite(row[two])]
+                assert a % m in two.tolist()
+                assert all(row[a % m] <= f for f in row[np.isfinite(row)] if f not in row[two])
+                assert logits[a] == logits[first * m + two].max()
             checked += 1
         sim.apply(heft.decide(dp))
         dp = sim.next_decision()
@@ -226,8 +235,8 @@ def test_the_policy_file_carries_its_action_space_and_drl_decodes_it(tmp_path) -
     del info["architecture"]["action_space"]
     meta.write_text(json.dumps(info))
     assert DRLScheduler(policy=load_policy(tmp_path / "p")).action == "pair"
-    # auto: rank_node on one workflow and on a stream (resolved per plan); a stream's window is SRPT's and its
-    # waits are idle-only, one workflow's are upward rank's and the policy's
+    # auto: rank_node on one workflow, rank_top2 on a stream (resolved per plan); a stream's window is SRPT's
+    # and its waits are idle-only, one workflow's are upward rank's and the policy's
     auto = DRLScheduler(policy=loaded, action="auto")
     one = compile_problem(etl(12, 1))
     two = compile_problem(
@@ -236,9 +245,13 @@ def test_the_policy_file_carries_its_action_space_and_drl_decodes_it(tmp_path) -
             cluster=cluster_preset("hetero-16"),
         )
     )
-    for cp, window, idle in ((one, "rank", False), (two, "srpt", True), (one, "rank", False)):
+    for cp, decode, window, idle in (
+        (one, "rank_node", "rank", False),
+        (two, "rank_top2", "srpt", True),
+        (one, "rank_node", "rank", False),
+    ):
         assert simulate(cp, auto, SimConfig(classic=True), 0).valid
-        assert (auto.decode, auto.builder.window, auto.idle_waits) == ("rank_node", window, idle)
+        assert (auto.decode, auto.builder.window, auto.idle_waits) == (decode, window, idle)
 
 
 def test_a_stream_is_embedded_by_its_open_workflows_only() -> None:
@@ -376,10 +389,11 @@ def _stream(n_workflows: int = 12, load: float = 0.95, arrival: str = "bursty", 
 def test_idle_waits_leave_nothing_startable(waits: str) -> None:
     """With idle waits (a stream's default) a decision ends only when no ready task can start anywhere: the policy
     chooses nodes, never to hold capacity back. With the policy's waits it does hold some back on the same
-    stream (what lost 4-12 % of mean completion on held-out streams, docs/policy.md)."""
+    stream (what lost 4-12 % of mean completion on held-out streams, docs/policy.md). Decoded `rank_node`, whose
+    waits are the policy's to take (`rank_top2`, a stream's default, never waits while its task can start)."""
     from dagsched.sim.config import mode_settings
 
-    sched = _WindowLog(waits=waits)
+    sched = _WindowLog(waits=waits, action="rank_node")
     result = simulate(_stream(), sched, SimConfig(**mode_settings("shared")), 4)
     assert result.valid
     assert sched.idle_waits == (waits == "idle")

@@ -30,7 +30,7 @@ from torch import Tensor
 from dagsched.model.compiled import CompiledProblem
 from dagsched.policy.features import GLOBAL_FEATURES, NODE_FEATURES, PAIR_FEATURES, TASK_FEATURES, Observation
 from dagsched.policy.gnn import SchedulingPolicy
-from dagsched.schedulers.drl import DRLScheduler, resolve_action, restrict_action
+from dagsched.schedulers.drl import DRLScheduler, resolve_action, restrict_action, top_finish_nodes
 from dagsched.sim.decision import DecisionPoint
 from dagsched.sim.run import simulate
 
@@ -85,15 +85,19 @@ class PolicyReplay:
 def support_mask(decode: str, obs: Any) -> npt.NDArray[np.bool_]:
     """The actions (unpadded layout: k * m pairs, then wait) the decode `decode` chooses among."""
     mask = obs.action_mask()
-    if decode != "rank_node":
+    if decode not in ("rank_node", "rank_top2"):
         return mask
     k, m = len(obs.candidates), int(obs.n_nodes)
     out = np.zeros_like(mask)
-    out[-1] = mask[-1]
     rows = np.flatnonzero(obs.legal.any(axis=1))
+    if decode == "rank_node" or not len(rows):
+        out[-1] = mask[-1]
     if len(rows):
         row = int(rows[0])
-        out[row * m : (row + 1) * m] = obs.legal[row]
+        if decode == "rank_node":
+            out[row * m : (row + 1) * m] = obs.legal[row]
+        else:
+            out[row * m + top_finish_nodes(obs, row)] = True
     assert len(out) == k * m + 1
     return out
 

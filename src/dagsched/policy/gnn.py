@@ -64,7 +64,7 @@ class PolicyConfig:
     """how the snapshots are read when history_len > 0"""
     lstm_hidden: int = 16
     """width of the LSTM over the snapshots"""
-    action_space: Literal["pair", "task_eft", "rank_node", "auto"] = "pair"
+    action_space: Literal["pair", "task_eft", "rank_node", "rank_top2", "auto"] = "pair"
     """how the drl scheduler reads the pair scores (`dagsched.schedulers.drl.ACTIONS`): what the policy was
     trained for, or what won on held-out data; `rank_node` policies learn only the node of the highest-ranked
     startable task (or wait); `auto` decodes rank_node on one workflow and pair on a stream"""
@@ -82,8 +82,10 @@ class PolicyConfig:
             raise ValueError(f"history_len must be a non-negative integer, got {self.history_len!r}")
         if self.conv not in ("gat", "gcn"):
             raise ValueError(f"conv must be 'gat' or 'gcn', got {self.conv!r}")
-        if self.action_space not in ("pair", "task_eft", "rank_node", "auto"):
-            raise ValueError(f"action_space must be pair, task_eft, rank_node or auto, got {self.action_space!r}")
+        if self.action_space not in ("pair", "task_eft", "rank_node", "rank_top2", "auto"):
+            raise ValueError(
+                f"action_space must be pair, task_eft, rank_node, rank_top2 or auto, got {self.action_space!r}"
+            )
         if self.history_encoder not in ("lstm", "mlp"):
             raise ValueError(f"history_encoder must be 'lstm' or 'mlp', got {self.history_encoder!r}")
         if self.conv == "gat" and self.hidden % self.heads:
