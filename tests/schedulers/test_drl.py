@@ -373,7 +373,7 @@ def test_neighbour_rows_and_round_rows_agree_with_numpy() -> None:
                 assert near.tolist() == graph.with_neighbours(targets, compiled=True).tolist()
                 assert set(targets.tolist()) <= set(near.tolist())
                 for compiled in (False, True):
-                    rows = graph.round_rows(r, h, targets, compiled)
+                    rows = graph.round_rows(r, h, targets, near, compiled)
                     np.testing.assert_allclose(rows, whole[targets], rtol=1e-5, atol=1e-5)
 
 

@@ -67,7 +67,7 @@ class PolicyConfig:
     action_space: Literal["pair", "task_eft", "rank_node", "rank_top2", "auto"] = "pair"
     """how the drl scheduler reads the pair scores (`dagsched.schedulers.drl.ACTIONS`): what the policy was
     trained for, or what won on held-out data; `rank_node` policies learn only the node of the highest-ranked
-    startable task (or wait); `auto` decodes rank_node on one workflow and pair on a stream"""
+    startable task (or wait); `auto` decodes rank_node on one workflow and rank_top2 on a stream"""
     task_dim: int = len(TASK_FEATURES)
     node_dim: int = len(NODE_FEATURES)
     pair_dim: int = len(PAIR_FEATURES)

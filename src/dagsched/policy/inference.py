@@ -214,6 +214,8 @@ class _Graph:
             order = np.argsort(undirected[1], kind="stable")
             self.adj_ptr = np.concatenate([[0], np.cumsum(np.bincount(undirected[1], minlength=n))])
             self.adj = undirected[0][order]
+            self._mark = np.zeros(n, dtype=bool)  # the row kernels' scratch: marks (all False between calls)
+            self._pos = np.zeros(n, dtype=np.int64)  # and each needed task's row in a projection
 
     def _csr(self, values: Array32) -> Tensor:
         size = (len(self._crow) - 1, len(self._crow) - 1)
@@ -271,36 +273,33 @@ class _Graph:
         if len(rows) == 0:
             return rows
         if compiled:
-            return kernels.with_neighbours(rows, self.adj_ptr, self.adj, self._scratch()[0])
+            return kernels.with_neighbours(rows, self.adj_ptr, self.adj, self._mark)
         lo, hi = self.adj_ptr[rows], self.adj_ptr[rows + 1]
         near = self.adj[_ranges(lo, hi)]
         return np.unique(np.concatenate([rows, near]))
 
-    def _scratch(self) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
-        """Per-task scratch of the row kernels, made on first use: marks (all False between calls), rows."""
-        if not hasattr(self, "_mark"):
-            self._mark, self._pos = np.zeros(self.n, dtype=bool), np.zeros(self.n, dtype=np.int64)
-        return self._mark, self._pos
-
-    def round_rows(self, r: _Round, h: Array32, targets: npt.NDArray[np.int64], compiled: bool) -> Array32:
-        """A round's new embeddings `h + relu(mix(round(h)))` at `targets` only (CSR graphs): `at`'s messages
-        (the numba kernel `kernels.aggregate_rows` where compiled), then the mix."""
+    def round_rows(
+        self, r: _Round, h: Array32, targets: npt.NDArray[np.int64], near: npt.NDArray[np.int64], compiled: bool
+    ) -> Array32:
+        """A round's new embeddings `h + relu(mix(round(h)))` at `targets` only (CSR graphs), from the rows `near`
+        of h (`with_neighbours(targets)`: what the targets' messages read): `at`'s messages (the numba kernel
+        `kernels.aggregate_rows` where compiled), then the mix."""
+        proj = _mm(h[near], r.w)
         if compiled:
-            need = self.with_neighbours(targets, compiled)  # the rows of h the targets' messages read
-            pos = self._scratch()[1]
-            pos[need] = np.arange(len(need))
-            proj = _mm(h[need], r.w)
+            self._pos[near] = np.arange(len(near))
             msg = kernels.aggregate_rows(
-                proj, pos, targets, self.crow, self.src, self.n, self.heads, self.gat, self.slope, self.edge_w, r.bias
-            )
+                proj, self._pos, targets, self.crow, self.src, self.n, self.heads, self.gat, self.slope, self.edge_w,
+                r.bias,
+            )  # fmt: skip
         else:
-            msg = self.at(r, h, targets)
+            msg = self.at(r, proj, near, targets)
         return h[targets] + np.maximum(_mm(msg, r.mix_w) + r.mix_b, 0.0)
 
-    def at(self, r: _Round, h: Array32, targets: npt.NDArray[np.int64]) -> Array32:
-        """`__call__`'s rows for `targets` only (CSR graphs), from the rows of h they read (targets and their
-        in-neighbours): what a round gives where a change of a few tasks' inputs can reach. Equal to `__call__`'s
-        rows within float32 rounding (the softmax is shifted per target, which is the same in exact arithmetic)."""
+    def at(self, r: _Round, proj: Array32, near: npt.NDArray[np.int64], targets: npt.NDArray[np.int64]) -> Array32:
+        """`__call__`'s rows for `targets` only (CSR graphs), from `proj`, the rows `near` (sorted: the targets and
+        their neighbours) of `h @ r.w`: what a round gives where a change of a few tasks' inputs can reach. Equal
+        to `__call__`'s rows within float32 rounding (the softmax is shifted per target, which is the same in
+        exact arithmetic)."""
         n, F, T = self.n, self.heads, len(targets)
         head_rows = (np.arange(F)[:, None] * n + targets[None, :]).reshape(-1)  # (F * T,): head, then target
         lo, hi = self.crow[head_rows], self.crow[head_rows + 1]
@@ -308,13 +307,11 @@ class _Graph:
         counts = hi - lo
         seg_start = np.concatenate([[0], np.cumsum(counts)[:-1]])
         head_of_edge = np.repeat(np.repeat(np.arange(F), T), counts)
-        src = self.src[edges] - head_of_edge * n
-        need, inverse = np.unique(np.concatenate([src, targets]), return_inverse=True)
-        proj = _mm(h[need], r.w)
-        src_row, tgt_row = inverse[: len(src)], inverse[len(src) :]
+        src_row = np.searchsorted(near, self.src[edges] - head_of_edge * n)
+        tgt_row = np.searchsorted(near, targets)
         fc = proj.shape[1] - (2 * F if self.gat else 0)
         C = fc // F
-        x = proj[src_row, :fc].reshape(len(src), F, C)[np.arange(len(src)), head_of_edge]  # (E, C)
+        x = proj[src_row, :fc].reshape(len(src_row), F, C)[np.arange(len(src_row)), head_of_edge]  # (E, C)
         if self.gat:
             e = proj[src_row, fc + head_of_edge] + proj[np.repeat(np.tile(tgt_row, F), counts), fc + F + head_of_edge]
             e = np.maximum(e, self.slope * e)
@@ -512,14 +509,13 @@ class PolicyInference:
         """`_layers` after the dynamic features of the `changed` rows moved, from the layers `before` it."""
         if len(changed) == 0:
             return before
-        graph = part.graph
+        graph, compiled = part.graph, self._compiled
         layers = [x.copy() for x in before]
-        rows = changed
-        layers[0][rows] = self._encode(part.static_pre[rows], dyn[rows])
-        compiled = self._compiled
-        for i, r in enumerate(self.w.rounds):
-            rows = graph.with_neighbours(rows, compiled)
-            layers[i + 1][rows] = graph.round_rows(r, layers[i], rows, compiled)
+        layers[0][changed] = self._encode(part.static_pre[changed], dyn[changed])
+        near = graph.with_neighbours(changed, compiled)
+        for i, r in enumerate(self.w.rounds):  # each round's rows are the last one's and their neighbours
+            targets, near = near, graph.with_neighbours(near, compiled)
+            layers[i + 1][targets] = graph.round_rows(r, layers[i], targets, near, compiled)
         return layers
 
     def logits(self, d: DecisionInputs) -> Array32:
