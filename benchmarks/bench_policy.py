@@ -11,7 +11,8 @@ Per group (CCR, or recipe) it prints each scheduler's mean makespan ratio to HEF
 with a 95 % bootstrap interval, wins/ties/losses against HEFT, and at the end the mean and worst ratio
 to the best of the heuristics on each problem. The learned policy runs with each action space of
 `dagsched.schedulers.drl.ACTIONS` (one network, decoded three ways; `--actions pair` alone for a dagsched
-that predates them; `ACTION/WAITS`, e.g. `rank_node/idle`, also sets `drl.WAITS`). Prints; asserts nothing.
+that predates them; `ACTION/WAITS`, e.g. `rank_node/idle`, also sets `drl.WAITS`); `online_eft` is the
+ablation of the learned part (`OnlineEFT`). Prints; asserts nothing.
 
 With `--search SIMS`, also `mcts` (PUCT with the policy's priors) and `mcts_uct` at the same number of
 simulations per decision (and the seconds each spent, so the time per decision can be read off); with
@@ -46,6 +47,7 @@ import time
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -53,6 +55,7 @@ from dagsched.generate import cluster_preset, generate_workflow
 from dagsched.generate.clusters import random_cluster
 from dagsched.generate.recipes import recipe_workflow
 from dagsched.model import Problem, compile_problem
+from dagsched.model.compiled import CompiledProblem
 from dagsched.policy.node_rule import NodeRule
 from dagsched.schedulers import simulate
 from dagsched.schedulers.base import make_scheduler
@@ -62,6 +65,7 @@ from dagsched.schedulers.heft_lookahead import Choice, HEFTLookahead
 from dagsched.schedulers.mcts import MCTS, MCTSUCT, MCTSConfig
 from dagsched.schedulers.search_common import Pair
 from dagsched.sim.config import SimConfig, mode_settings
+from dagsched.sim.decision import DecisionPoint
 from dagsched.sim.engine import Simulator
 
 HEURISTICS = ("heft", "peft", "cpop", "min_min")
@@ -75,6 +79,34 @@ class RandomGate(HEFTLookahead):
 
     def worth_looking(self, t: int, nodes: np.ndarray, choice: Choice) -> np.ndarray:
         return nodes if self.rng.random() < self.share else nodes[:1]
+
+
+class OnlineEFT(DRLScheduler):
+    """drl's decode without the policy (`--actions online_eft`): the first startable task of the window, on the
+    node that finishes it first over every node, busy ones at their earliest start (a wait for that node, which
+    offers the tasks behind it, when it cannot start the task now). HEFT's rule taken at decision points instead
+    of planned ahead: what the online decision alone costs against HEFT's plan, and what the policy's node choice
+    adds to it."""
+
+    def reset(self, cp: CompiledProblem, view: DecisionPoint, seed: int = 0) -> None:
+        super().reset(cp, view, seed)
+        observe = self.builder.decision
+
+        def remember(here: DecisionPoint) -> Any:
+            self.here = here  # _pick sees the observation only; the finish over busy nodes needs the state
+            return observe(here)
+
+        self.builder.decision = remember  # type: ignore[method-assign]
+
+    def _pick(self, obs: Any) -> int:
+        m, wait = obs.n_nodes, len(obs.candidates) * obs.n_nodes
+        row = int(np.flatnonzero(obs.legal.any(axis=1))[0])  # drl asks only when some pair is legal
+        t = int(obs.candidates[row])
+        finish = self.here.earliest_starts([t])[0] + self.cp.exec_s[t]
+        node = int(np.argmin(np.where(obs.legal[row], finish, np.inf)))
+        if finish[node] > finish.min() + 1e-9 and obs.wait_legal:
+            return wait
+        return row * m + node
 
 
 class UniformPriors(MCTS):
@@ -217,10 +249,10 @@ def main() -> None:
                 action, _, waits = name[4:-1].partition("/")
                 kwargs: dict[str, str] = {"policy_path": args.policy} if args.policy else {}
                 if "action" in inspect.signature(DRLScheduler).parameters:  # a dagsched that predates it: pairs
-                    kwargs["action"] = action
+                    kwargs["action"] = "rank_node" if action == "online_eft" else action
                 if waits:
                     kwargs["waits"] = waits
-                sched = DRLScheduler(**kwargs)
+                sched = (OnlineEFT if action == "online_eft" else DRLScheduler)(**kwargs)
             elif name == "mcts[uniform]":
                 sched = UniformPriors(MCTSConfig(sims=args.search, choose=last_rule))
             elif name == "mcts[alt]":
