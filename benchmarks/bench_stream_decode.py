@@ -27,13 +27,13 @@ from dagsched.bench.stats import bootstrap_ci
 from dagsched.generate import cluster_preset
 from dagsched.generate.streams import generate_stream
 from dagsched.model import compile_problem
-from dagsched.model.compiled import CompiledProblem
+from dagsched.model.compiled import CompiledProblem, task_work
 from dagsched.schedulers import make_scheduler
 from dagsched.schedulers.base import Scheduler
 from dagsched.schedulers.greedy import ListScheduler
-from dagsched.schedulers.progress import tail_path_s, task_work
+from dagsched.schedulers.progress import tail_path_s
 from dagsched.sim.config import SimConfig, mode_settings
-from dagsched.sim.decision import DONE, Decision, DecisionPoint
+from dagsched.sim.decision import Decision, DecisionPoint
 from dagsched.sim.engine import Simulator
 from dagsched.sim.metrics import stream_metrics
 
@@ -51,8 +51,7 @@ class SRPTEarliestFinish(ListScheduler):
         self.left = np.zeros(cp.n_workflows)
 
     def decide(self, dp: DecisionPoint) -> Decision:
-        cp = self.cp
-        self.left = np.bincount(cp.task_wf, np.where(dp.status == DONE, 0.0, self.work), minlength=cp.n_workflows)
+        self.left = dp.work_left(self.work)
         return super().decide(dp)
 
     def order(self, ready: list[int]) -> Iterator[int]:

@@ -134,6 +134,11 @@ class CompiledProblem:
         return f"{self.wf_names[int(self.task_wf[t])]}/{self.task_ids[t]}"
 
 
+def task_work(cp: CompiledProblem) -> FloatArray:
+    """cpu x runtime at speed 1.0 of every task: the work it holds the cluster for."""
+    return np.asarray(cp.req[:, 0] * cp.runtime_s, dtype=np.float64)
+
+
 def data_arrival_s(finish_s: float, data_bytes: float, bandwidth: float, latency_s: float) -> float:
     """When data a parent hands over reaches another node: `data / bandwidth + latency` after the parent ends
     (the scalar form of `CompiledProblem.input_arrival_s`, for planners' inner loops)."""

@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dagsched.model.compiled import EPS as _EPS
-from dagsched.model.compiled import CompiledProblem
+from dagsched.model.compiled import CompiledProblem, task_work
 from dagsched.model.graph import default_deadlines_s
 from dagsched.model.ranks import (
     downward_rank,
@@ -309,7 +309,7 @@ class FeatureBuilder:
         self.topo_pos = pos
         self.window = ("srpt" if cp.n_workflows > 1 else "rank") if window == "auto" else window
         """the window's order on this problem (`WINDOWS`, `auto` resolved)"""
-        self._work = np.asarray(cp.req[:, 0] * cp.runtime_s, dtype=np.float64)  # cpu x runtime at speed 1
+        self._work = task_work(cp)
         self._rank_span = float(self.rank_u.max(initial=0.0)) + 1.0  # above any upward rank
         self.ever_fits = np.all(self.cap[None, :, :] + _EPS >= self.req[:, None, :], axis=2)  # (n, m)
         if cp.allowed is not None:  # a placement rule forbids the pair: never a start there
@@ -541,7 +541,7 @@ class FeatureBuilder:
         if self.window == "rank":
             return self.rank_u
         cp = self.cp
-        left = np.bincount(cp.task_wf, np.where(dp.status == DONE, 0.0, self._work), minlength=cp.n_workflows)
+        left = dp.work_left(self._work)
         place = np.empty(cp.n_workflows)
         place[np.argsort(left, kind="stable")] = np.arange(cp.n_workflows, 0, -1)  # the least work left: highest
         return np.asarray(place[cp.task_wf] * self._rank_span + self.rank_u)

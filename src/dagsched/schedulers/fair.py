@@ -25,10 +25,10 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from dagsched.model.compiled import CompiledProblem
+from dagsched.model.compiled import CompiledProblem, task_work
 from dagsched.schedulers.base import register
 from dagsched.schedulers.greedy import ListScheduler
-from dagsched.schedulers.progress import remaining_work, tail_path_s, task_work
+from dagsched.schedulers.progress import tail_path_s
 from dagsched.sim.decision import Decision, DecisionPoint
 
 ALPHA = -2.0
@@ -64,7 +64,7 @@ class WeightedFair(ListScheduler):
         for t in sorted(ready, key=lambda t: (-float(tail[t]), t)):
             queues.setdefault(int(task_wf[t]), []).append(t)
         workflows = sorted(queues)
-        left = remaining_work(self.dp, self.work, workflows)
+        left = self.dp.work_left(self.work)[workflows]
         weight = {w: max(float(x), 1e-9) ** self.alpha for w, x in zip(workflows, left, strict=True)}
         heap = [(self._share(w) / weight[w], w) for w in workflows]
         heapq.heapify(heap)

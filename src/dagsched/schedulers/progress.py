@@ -1,33 +1,17 @@
 """What is left of each workflow, from the live state: the online baselines' shared priorities.
 
 Several workflows share the cluster; the online baselines rank them by what they still need:
-remaining work (weighted fair sharing, Tetris's SRTF term) or remaining critical path (SJF-CP).
+remaining work (weighted fair sharing, Tetris's SRTF term: `DecisionPoint.work_left`) or remaining critical
+path (SJF-CP).
 A workflow's tasks are one contiguous index range of the compiled problem, so both are slices.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from dagsched.model.compiled import CompiledProblem, FloatArray
 from dagsched.model.graph import fastest_exec_s
 from dagsched.model.ranks import longest_to_exit_s
-from dagsched.sim.decision import DONE, DecisionPoint
-
-
-def task_work(cp: CompiledProblem) -> FloatArray:
-    """cpu x runtime at speed 1.0 of every task: the work it holds the cluster for."""
-    return np.asarray(cp.req[:, 0] * cp.runtime_s, dtype=np.float64)
-
-
-def remaining_work(dp: DecisionPoint, work: FloatArray, workflows: list[int]) -> FloatArray:
-    """Work of the tasks of each of `workflows` not done yet (running ones counted whole)."""
-    ptr = dp.cp.wf_task_ptr
-    out = np.empty(len(workflows))
-    for i, w in enumerate(workflows):
-        lo, hi = int(ptr[w]), int(ptr[w + 1])
-        out[i] = float(work[lo:hi][dp.status[lo:hi] != DONE].sum())
-    return out
+from dagsched.sim.decision import DecisionPoint
 
 
 def tail_path_s(cp: CompiledProblem) -> FloatArray:

@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dagsched.model.compiled import CompiledProblem
+from dagsched.model.compiled import CompiledProblem, task_work
 from dagsched.schedulers.base import Scheduler, register
-from dagsched.schedulers.progress import remaining_work, task_work
 from dagsched.sim.decision import Decision, DecisionPoint
 
 REMAINING_WORK_WEIGHT = 1.0
@@ -48,7 +47,7 @@ class Tetris(Scheduler):
             return Decision([], wake if np.isfinite(wake) else None)
         req = dp.requests(ready)
         workflows = sorted({int(w) for w in self.cp.task_wf[ready]})
-        left = dict(zip(workflows, remaining_work(dp, self.work, workflows), strict=True))
+        left = dict(zip(workflows, dp.work_left(self.work)[workflows], strict=True))
         srtf = -np.array([left[int(w)] for w in self.cp.task_wf[ready]])
         norm_req = req[:, None, :] * self.inv_cap[None, :, :]  # (k, m, 3)
         assignments: list[tuple[int, int]] = []

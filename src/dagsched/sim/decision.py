@@ -181,6 +181,13 @@ class DecisionPoint:
     def data_ready_s(self, t: int, nd: int) -> float:
         return float(self._sim.data_ready_all_s(t)[nd])
 
+    def work_left(self, work: FloatArray) -> FloatArray:
+        """Each workflow's `work` (one value per task, e.g. `model.compiled.task_work`) summed over its tasks not
+        done yet, running ones whole, (n_workflows,): the size the shortest-remaining-work rules order by."""
+        cp = self.cp
+        left = np.bincount(cp.task_wf, np.where(self.status == DONE, 0.0, work), minlength=cp.n_workflows)
+        return np.asarray(left, dtype=np.float64)
+
     def predicted_end_s(self, t: int) -> float:
         """When running task t is expected to end, from its prediction (never the hidden truth)."""
         return self._sim.predicted_end_s(t)
