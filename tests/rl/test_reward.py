@@ -85,7 +85,38 @@ def test_weights_come_from_config(small, play):
         "sla": 0.2,
         "fragmentation": 0.1,
         "load": 0.05,
+        "completion": 0.0,
     }
+
+
+@pytest.mark.parametrize("baseline", ["heft", "lower_bound"])
+def test_completion_reward_is_the_mean_completion_time(small, play, baseline):
+    """With weight 1 on completion alone, a stream episode's return is minus the mean over workflows of (the end
+    of its last task - its submission), read off the trace's attempts, over the baseline's mean completion: HEFT's
+    on predicted runtimes, or the mean critical path on the fastest hosts; on one workflow submitted at 0 the
+    completion is the makespan."""
+    weights = {"makespan": 0.0, "cost": 0.0, "sla": 0.0, "fragmentation": 0.0, "load": 0.0, "completion": 1.0}
+    env = SchedulingEnv(small, n_workflows=4, arrival_rate_per_h=60.0, reward=weights, baseline=baseline)
+    for seed in range(2):
+        _, rewards, info, terminated = play(env, seed)
+        assert terminated
+        cp = env.cp
+        end = np.full(cp.n_workflows, -np.inf)
+        for a in env.sim.trace.attempts:
+            if a.outcome == "done":
+                end[cp.task_wf[a.task]] = max(end[cp.task_wf[a.task]], a.end)
+        mean_completion = float((end - cp.wf_submit_s).mean())
+        assert cp.n_workflows == 4 and len(set(cp.wf_submit_s.tolist())) > 1  # a stream: arrivals spread out
+        assert sum(rewards) == pytest.approx(-mean_completion / env.baseline.completion_s, rel=1e-9)
+        if baseline == "heft":
+            heft = simulate(cp, "heft", SimConfig(classic=env.config.sim.classic), seed=0)
+            heft_end = np.zeros(cp.n_workflows)
+            for a in heft.trace.attempts:
+                heft_end[cp.task_wf[a.task]] = max(heft_end[cp.task_wf[a.task]], a.end)
+            assert env.baseline.completion_s == pytest.approx(float((heft_end - cp.wf_submit_s).mean()))
+    one = SchedulingEnv(small, reward=weights)
+    _, rewards, info, _ = play(one, 3)
+    assert sum(rewards) == pytest.approx(-info["makespan"] / one.baseline.completion_s, rel=1e-9)
 
 
 def test_baselines():

@@ -14,6 +14,9 @@ or the lower bound) so that problems of very different sizes give rewards of one
   integral divided by the makespan).
 - `load`: per step -∫ std over nodes of (used cpu / cpu) dt / baseline makespan;
   sums to minus the same integral computed from the trace.
+- `completion`: per step -(workflow-seconds spent in the system since the last step) / (workflows x baseline
+  mean completion); sums to -mean completion time / baseline's (each workflow counts from its submission to
+  its last task's end: Decima's reward, the number of jobs in the system integrated over time).
 
 Time runs from the first submission (as in `compute_metrics`). Billed cost accrues as a
 potential: each node's bill so far (first start to now while it runs, to its last end
@@ -21,7 +24,8 @@ otherwise, rounded up to the billing granularity, at least the minimum), so the 
 sum to `billed_cost` exactly. The load term is the time integral of the instantaneous spread
 of utilisation, not `Metrics.load_std` (the spread of time-averaged utilisation), because only
 an integral splits into per-step terms; `objective_terms` computes it from the trace alone.
-The total reward is `-Σ weight × term`; default weights 0.4 / 0.3 / 0.2 / 0.1 / 0.05.
+The total reward is `-Σ weight × term`; default weights 0.4 / 0.3 / 0.2 / 0.1 / 0.05 / 0 (completion: set it
+to train for a shared cluster).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from dagsched.model.compiled import CompiledProblem
 from dagsched.model.graph import default_deadlines_s
 from dagsched.sim.config import SimConfig
 from dagsched.sim.engine import Simulator
+from dagsched.sim.metrics import workflow_outcomes
 from dagsched.sim.objective import (
     TERMS,
     Baseline,
@@ -61,7 +66,8 @@ __all__ = [
 
 
 def compute_baseline(cp: CompiledProblem, config: SimConfig, kind: BaselineKind = "heft") -> Baseline:
-    """HEFT's makespan and cost on predicted runtimes (no noise, failures or stragglers), or the lower bounds.
+    """HEFT's makespan, cost and mean completion time on predicted runtimes (no noise, failures or stragglers),
+    or the lower bounds.
 
     The lower-bound cost is each task on its cheapest node for its cpu share of that node.
     A baseline of zero (free nodes, zero runtimes) is replaced by 1 so the terms stay finite.
@@ -76,7 +82,8 @@ def compute_baseline(cp: CompiledProblem, config: SimConfig, kind: BaselineKind 
             billing_minimum_s=config.billing_minimum_s,
         )
         result = simulate(cp, "heft", exact, seed=0, validate=False)
-        return Baseline.of(kind, result.metrics.makespan, result.metrics.cost)
+        completion = float(workflow_outcomes(cp, result.trace).completion_s.mean())
+        return Baseline.of(kind, result.metrics.makespan, result.metrics.cost, completion)
     if kind == "lower_bound":
         return lower_bound_baseline(cp, config)
     raise ValueError(f"unknown baseline '{kind}'; choose 'heft' or 'lower_bound'")
@@ -108,6 +115,7 @@ class RewardTracker:
         self._sla = 0.0
         self._frag = 0.0
         self._load = 0.0
+        self._in_system = 0.0
         self._state: tuple[float, float, float] | None = None
         self.totals = dict.fromkeys(TERMS, 0.0)
 
@@ -154,10 +162,17 @@ class RewardTracker:
         billed = np.maximum(np.ceil(span / gran - 1e-9) * gran, minimum)
         return float((billed * self.cp.price_per_hour[opened]).sum() / 3600.0)
 
+    def in_system_so_far(self, now: float) -> float:
+        """Workflow-seconds in the system up to `now`: each submitted workflow from its submission to its end,
+        or to now while it runs (a potential, like the bill: its increments sum to Σ completion times)."""
+        end = np.where(self.wf_left == 0, self.wf_end, now)
+        return float(np.maximum(end - self.cp.wf_submit_s, 0.0).sum())
+
     def collect(self, sim: Simulator) -> dict[str, float]:
         """The signed terms (each <= 0) accrued since the last call."""
         clock = max(sim.now, self.t0_s)
         bill = self.billed_so_far(sim)
+        in_system = self.in_system_so_far(sim.now)
         ms = self.baseline.makespan_s
         terms = {
             "makespan": -(clock - self._clock) / ms,
@@ -165,8 +180,9 @@ class RewardTracker:
             "sla": -self._sla,
             "fragmentation": -self._frag / ms,
             "load": -self._load / ms,
+            "completion": -(in_system - self._in_system) / (self.cp.n_workflows * self.baseline.completion_s),
         }
-        self._clock, self._bill = clock, bill
+        self._clock, self._bill, self._in_system = clock, bill, in_system
         self._sla = self._frag = self._load = 0.0
         for name, value in terms.items():
             self.totals[name] += value

@@ -12,7 +12,7 @@ and the error names the field (`rules.gpu: ...`).
     breaker: {failures: 5, cooldown_s: 30}
     skew: {threshold: 0.3, decisions: 20}
     shadow: heft
-    reward_weights: {makespan: 0.4, cost: 0.3, sla: 0.2, fragmentation: 0.1, load: 0.05}
+    reward_weights: {makespan: 0.4, cost: 0.3, sla: 0.2, fragmentation: 0.1, load: 0.05, completion: 0.0}
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The one objective: weighted terms for makespan, cost, SLA, fragmentation and load imbalance.
+"""The one objective: weighted terms for makespan, cost, SLA, fragmentation, load imbalance and completion time.
 
 The same numbers serve the reward (`dagsched.rl.reward` splits them into per-step pieces that sum to
 these), the service's plan score, and the benchmark rows. Each term is >= 0 (0 ideal) and normalised by a
@@ -9,7 +9,10 @@ per-instance `Baseline`, so problems of very different sizes give terms of one s
 - `sla`: the share of workflows missing their deadline;
 - `fragmentation`: the idle-capacity integral (mean over nodes of (free cpu / cpu)^2, over time) / baseline
   makespan;
-- `load`: the integral over time of the std over nodes of cpu utilisation / baseline makespan.
+- `load`: the integral over time of the std over nodes of cpu utilisation / baseline makespan;
+- `completion`: the mean over workflows of (finish - submission) / the baseline's mean completion time: a shared
+  cluster's objective (Decima's), where the makespan is the arrivals' span; weight 0 by default, so that every
+  objective value from before it was added stays as it was.
 
 The baseline is the lower bound here (`lower_bound_baseline`: no scheduler can do better); the reward's
 default baseline is HEFT's plan on predicted runtimes (`dagsched.rl.reward.compute_baseline`).
@@ -23,11 +26,12 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from dagsched.model.compiled import CompiledProblem
+from dagsched.model.graph import critical_path_fastest_s
 from dagsched.sim.config import SimConfig
-from dagsched.sim.metrics import Metrics, compute_metrics, lower_bound_s
+from dagsched.sim.metrics import Metrics, compute_metrics, lower_bound_s, workflow_outcomes
 from dagsched.sim.trace import Trace
 
-TERMS = ("makespan", "cost", "sla", "fragmentation", "load")
+TERMS = ("makespan", "cost", "sla", "fragmentation", "load", "completion")
 
 
 class ObjectiveWeights(BaseModel):
@@ -40,6 +44,7 @@ class ObjectiveWeights(BaseModel):
     sla: float = Field(0.2, ge=0, description="weight of the share of workflows missing their deadline")
     fragmentation: float = Field(0.1, ge=0, description="weight of the idle-capacity integral")
     load: float = Field(0.05, ge=0, description="weight of the load-imbalance integral")
+    completion: float = Field(0.0, ge=0, description="weight of the mean completion time / baseline's (streams)")
 
     def combine(self, terms: dict[str, float]) -> float:
         """Σ weight x term over the terms given (the objective's value, or the reward of signed pieces)."""
@@ -53,23 +58,29 @@ class Baseline:
     kind: str
     makespan_s: float
     cost: float
+    completion_s: float
+    """mean over workflows of finish - submission"""
 
     def as_dict(self) -> dict[str, float | str]:
-        return {"kind": self.kind, "makespan_s": self.makespan_s, "cost": self.cost}
+        return {"kind": self.kind, "makespan_s": self.makespan_s, "cost": self.cost, "completion_s": self.completion_s}
 
     @classmethod
-    def of(cls, kind: str, makespan_s: float, cost: float) -> Baseline:
+    def of(cls, kind: str, makespan_s: float, cost: float, completion_s: float) -> Baseline:
         """A baseline, with zero (free nodes, zero runtimes) replaced by 1 so that the terms stay finite."""
-        return cls(kind, makespan_s if makespan_s > 0 else 1.0, cost if cost > 0 else 1.0)
+        makespan_s, cost, completion_s = (x if x > 0 else 1.0 for x in (makespan_s, cost, completion_s))
+        return cls(kind, makespan_s, cost, completion_s)
 
 
 def lower_bound_baseline(cp: CompiledProblem, config: SimConfig) -> Baseline:
-    """The lower bounds: `lower_bound_s` for the makespan, and for the cost each task on its cheapest node for
-    its cpu share of that node (placement rules honoured)."""
+    """The lower bounds: `lower_bound_s` for the makespan, for the cost each task on its cheapest node for its
+    cpu share of that node (placement rules honoured), for the completion time each workflow's critical path on
+    the fastest hosts (`critical_path_fastest_s`: alone on an ideal cluster)."""
+
     exec_s = cp.exec_s if cp.allowed is None else np.where(cp.allowed, cp.exec_s, np.inf)
     share = np.ones_like(exec_s) if config.classic else cp.req[:, :1] / cp.cap[None, :, 0]
     cost = float((exec_s * cp.price_per_hour[None, :] * share).min(axis=1).sum() / 3600.0)
-    return Baseline.of("lower_bound", lower_bound_s(cp, config.classic), cost)
+    completion = float(critical_path_fastest_s(cp).mean())
+    return Baseline.of("lower_bound", lower_bound_s(cp, config.classic), cost, completion)
 
 
 def load_std_integral_s(cp: CompiledProblem, trace: Trace) -> float:
@@ -103,4 +114,5 @@ def objective_terms(
         "sla": 1.0 - metrics.sla_hit_rate,
         "fragmentation": metrics.fragmentation * metrics.makespan / baseline.makespan_s,
         "load": load_std_integral_s(cp, trace) / baseline.makespan_s,
+        "completion": float(workflow_outcomes(cp, trace).completion_s.mean()) / baseline.completion_s,
     }
