@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 from dagsched.generate import cluster_preset, generate_workflow
 from dagsched.generate.streams import generate_stream
 from dagsched.model import Problem, compile_problem
+from dagsched.model.compiled import task_work
 from dagsched.sim.config import SimConfig
-from dagsched.sim.decision import Decision, DecisionPoint, StaleDecisionPoint
+from dagsched.sim.decision import DONE, Decision, DecisionPoint, StaleDecisionPoint
 from dagsched.sim.engine import _FORWARDED, Simulator
 
 
@@ -86,6 +87,30 @@ def test_ready_is_the_sorted_ready_set_however_often_it_is_read(seed: int, load:
         later = [a for t in ready for a in sim.data_ready_all_s(t).tolist() if a > sim.now]
         sim.apply(Decision(picks, None if picks or not later else min(later)))  # inputs on their way: wake
     assert sim.done
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), load=st.floats(0.5, 1.5))
+def test_work_left_is_each_workflows_work_not_done(seed: int, load: float) -> None:
+    """`work_left` is, at every decision point of a stream, each workflow's work summed over its tasks not done
+    (running ones whole, waiting and not yet submitted ones too), whatever failures undid; nothing else."""
+    cp = compile_problem(generate_stream(cluster_preset("small-3"), 6, load, "bursty", seed=seed).problem())
+    longest = float(cp.exec_s.max())
+    sim = Simulator(cp, SimConfig(noise_cv=0.4, mtbf_s=10 * longest, mttr_s=longest), seed)
+    work = task_work(cp)
+    rng = np.random.default_rng(seed)
+    seen_partial = False
+    while (dp := sim.next_decision()) is not None:
+        left = dp.work_left(work)
+        for w in range(cp.n_workflows):
+            tasks = [t for t in range(cp.n_tasks) if int(cp.task_wf[t]) == w and int(dp.status[t]) != DONE]
+            assert left[w] == pytest.approx(sum(float(work[t]) for t in tasks), rel=1e-12, abs=1e-9)
+        seen_partial |= bool(0 < left.min() < left.max())
+        pairs = dp.pairs()
+        sim.apply(Decision([pairs[int(rng.integers(len(pairs)))]] if pairs else [], None if pairs else dp.wake_s))
+    assert sim.done
+    assert np.all(sim.decision_point().work_left(work) == 0.0)
+    assert seen_partial
 
 
 def test_a_decision_point_read_after_the_simulator_moved_on_raises() -> None:
