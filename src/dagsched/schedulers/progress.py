@@ -1,9 +1,8 @@
 """What is left of each workflow, from the live state: the online baselines' shared priorities.
 
 Several workflows share the cluster; the online baselines rank them by what they still need:
-remaining work (weighted fair sharing, Tetris's SRTF term: `DecisionPoint.work_left`) or remaining critical
-path (SJF-CP).
-A workflow's tasks are one contiguous index range of the compiled problem, so both are slices.
+remaining work (weighted fair sharing, Tetris's SRTF term: `DecisionPoint.work_left`, one bincount) or
+remaining critical path (SJF-CP, here).
 """
 
 from __future__ import annotations
