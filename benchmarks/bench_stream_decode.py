@@ -8,7 +8,8 @@ bench prints each stream's steady-state mean completion time, then per variant t
 A variant is `WINDOW/WAITS/ACTION` (`features.WINDOWS`, `drl.WAITS`, `drl.ACTIONS`); `drl` alone is the
 scheduler's defaults. `srpt+eft` is the ablation of the learned part: the SRPT window's order (the workflow
 with the least work left first, then upward rank) with every task on its earliest-finish startable node and no
-waits, i.e. `srpt/idle/rank_node` with the policy's node choice replaced by the earliest finish. Prints;
+waits, i.e. `srpt/idle/rank_node` with the policy's node choice replaced by the earliest finish; `drl+eft` is
+the same ablation inside drl's own decision loop (drl's defaults, the earlier of the two nodes). Prints;
 asserts nothing.
 
     .venv/bin/python benchmarks/bench_stream_decode.py --workflows 80 --load 0.85 --arrival poisson \
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -60,10 +62,22 @@ class SRPTEarliestFinish(ListScheduler):
 
 
 def make(variant: str) -> Scheduler:
-    from dagsched.schedulers.drl import DRLScheduler
+    from dagsched.schedulers.drl import DRLScheduler, top_finish_nodes
+
+    class DecodeEarliestFinish(DRLScheduler):
+        """drl's stream decode (its window, waits and decision loop) with the policy's choice between the two
+        nodes replaced by the earlier finish: the learned part's ablation inside drl itself."""
+
+        def _pick(self, obs: Any) -> int:
+            rows = np.flatnonzero(obs.legal.any(axis=1))
+            if not len(rows):
+                return len(obs.candidates) * obs.n_nodes  # wait
+            return int(rows[0]) * obs.n_nodes + int(top_finish_nodes(obs, int(rows[0]))[0])
 
     if variant == "srpt+eft":
         return SRPTEarliestFinish()
+    if variant == "drl+eft":
+        return DecodeEarliestFinish()
     if variant == "drl":
         return DRLScheduler()
     if variant.count("/") == 2:
