@@ -86,22 +86,32 @@ def make(variant: str) -> Scheduler:
     return make_scheduler(variant)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def stream_arguments(description: str | None) -> argparse.ArgumentParser:
+    """The held-out streams' options, shared by the stream benches: size, load, arrivals, cluster, seeds."""
+    ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workflows", type=int, default=80)
     ap.add_argument("--load", type=float, default=0.85)
     ap.add_argument("--arrival", default="poisson")
     ap.add_argument("--cluster", default="hetero-16")
     ap.add_argument("--seeds", default="105,106,107,108,109,110")
+    return ap
+
+
+def held_out_streams(args: argparse.Namespace) -> Iterator[tuple[int, CompiledProblem]]:
+    """(seed, compiled stream) for each of `--seeds`, as `stream_arguments` describes them."""
+    for seed in (int(s) for s in args.seeds.split(",")):
+        stream = generate_stream(cluster_preset(args.cluster), args.workflows, args.load, args.arrival, seed=seed)
+        yield seed, compile_problem(stream.problem())
+
+
+def main() -> None:
+    ap = stream_arguments(__doc__)
     ap.add_argument("--variants", default="srpt+eft,rank/policy/pair,srpt/idle/pair,srpt/idle/rank_node")
     args = ap.parse_args()
-    seeds = [int(s) for s in args.seeds.split(",")]
     names = ["fair", *[v for v in args.variants.split(",") if v and v != "fair"]]
     config = SimConfig(**mode_settings("shared"))
     means: dict[str, list[float]] = {v: [] for v in names}
-    for seed in seeds:
-        stream = generate_stream(cluster_preset(args.cluster), args.workflows, args.load, args.arrival, seed=seed)
-        cp = compile_problem(stream.problem())
+    for seed, cp in held_out_streams(args):
         for v in names:
             sim, sched = Simulator(cp, config, seed), make(v)
             sched.reset(cp, sim.decision_point(), seed)

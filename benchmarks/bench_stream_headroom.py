@@ -23,17 +23,13 @@ with the stream's outcome known, `climb`). Asserts nothing.
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Iterator
 
 import numpy as np
 
-from bench_stream_decode import SRPTEarliestFinish
+from bench_stream_decode import SRPTEarliestFinish, held_out_streams, stream_arguments
 from dagsched.bench.stats import bootstrap_ci
-from dagsched.generate import cluster_preset
-from dagsched.generate.streams import generate_stream
-from dagsched.model import compile_problem
 from dagsched.model.compiled import CompiledProblem
 from dagsched.schedulers import make_scheduler
 from dagsched.schedulers.base import Scheduler
@@ -104,12 +100,7 @@ def mean_completion(cp: CompiledProblem, scheduler: Scheduler, config: SimConfig
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--workflows", type=int, default=80)
-    ap.add_argument("--load", type=float, default=0.85)
-    ap.add_argument("--arrival", default="poisson")
-    ap.add_argument("--cluster", default="hetero-16")
-    ap.add_argument("--seeds", default="105,106,107,108,109,110")
+    ap = stream_arguments(__doc__)
     ap.add_argument("--samples", type=int, default=36)
     ap.add_argument("--with-drl", action="store_true", help="also the shipped policy (drl's defaults)")
     ap.add_argument("--climb", type=int, default=0, help="then hill-climb the best run's priorities this many steps")
@@ -118,9 +109,7 @@ def main() -> None:
     rows: dict[str, list[float]] = {"best of N": [], "median of N": [], "worst of N": [], "srpt+eft": []}
     if args.with_drl:
         rows["drl"] = []
-    for seed in (int(s) for s in args.seeds.split(",")):
-        stream = generate_stream(cluster_preset(args.cluster), args.workflows, args.load, args.arrival, seed=seed)
-        cp = compile_problem(stream.problem())
+    for seed, cp in held_out_streams(args):
         t0 = time.perf_counter()
         fair = mean_completion(cp, make_scheduler("fair"), config, seed)
         rules = [sample(i) for i in range(args.samples)]
