@@ -9,8 +9,11 @@ A variant is `WINDOW/WAITS/ACTION` (`features.WINDOWS`, `drl.WAITS`, `drl.ACTION
 scheduler's defaults. `srpt+eft` is the ablation of the learned part: the SRPT window's order (the workflow
 with the least work left first, then upward rank) with every task on its earliest-finish startable node and no
 waits, i.e. `srpt/idle/rank_node` with the policy's node choice replaced by the earliest finish; `drl+eft` is
-the same ablation inside drl's own decision loop (drl's defaults, the earlier of the two nodes). Prints;
-asserts nothing.
+the same ablation inside drl's own decision loop (drl's defaults, the earlier of the two nodes).
+`srpt+reserve@M` is `srpt+eft` that may leave a node idle (the lever the work-conserving rules lack): a task is
+held back, the tasks behind it served, when a node that cannot start it now (busy, or its inputs not there yet)
+would finish it earlier than every node that can, by more than M of its run time there; `drl+reserve@M` is drl
+with the same hold (`DRLScheduler(reserve=M)`). Prints; asserts nothing.
 
     .venv/bin/python benchmarks/bench_stream_decode.py --workflows 80 --load 0.85 --arrival poisson \
         --seeds 105,106,107,108,109,110 --variants rank/policy/pair,srpt/idle/pair,srpt/idle/rank_node
@@ -61,6 +64,38 @@ class SRPTEarliestFinish(ListScheduler):
         yield from sorted(ready, key=lambda t: (float(self.left[wf[t]]), -float(self.tail_s[t]), t))
 
 
+class SRPTReserve(SRPTEarliestFinish):
+    """`srpt+eft` holding a task back for a node that cannot start it now but would finish it clearly earlier
+    (`margin` x its run time on the best node that can start it now)."""
+
+    name = "srpt+reserve"
+
+    def __init__(self, margin: float) -> None:
+        super().__init__()
+        self.margin = margin
+        self.held: set[int] = set()
+
+    def decide(self, dp: DecisionPoint) -> Decision:
+        self.left = dp.work_left(self.work)
+        ready = dp.ready_tasks()
+        self.held = set()
+        if ready:
+            tasks = np.asarray(ready, dtype=np.int64)
+            finish = dp.earliest_starts(ready) + self.cp.exec_s[tasks]
+            fits = dp.fitting(tasks, dp.free)
+            for i, t in enumerate(ready):
+                now_ok = fits[i] & (dp.data_ready_all_s(t) <= dp.now + 1e-9)
+                if not now_ok.any():
+                    continue
+                run_s = float(self.cp.exec_s[t][now_ok].min())
+                if float(finish[i].min()) < dp.now + run_s - self.margin * run_s:
+                    self.held.add(t)
+        return ListScheduler.decide(self, dp)
+
+    def order(self, ready: list[int]) -> Iterator[int]:
+        yield from (t for t in super().order(ready) if t not in self.held)
+
+
 def make(variant: str) -> Scheduler:
     from dagsched.schedulers.drl import DRLScheduler, top_finish_nodes
 
@@ -76,6 +111,10 @@ def make(variant: str) -> Scheduler:
 
     if variant == "srpt+eft":
         return SRPTEarliestFinish()
+    if variant.startswith("srpt+reserve@"):
+        return SRPTReserve(float(variant.split("@")[1]))
+    if variant.startswith("drl+reserve@"):
+        return DRLScheduler(reserve=float(variant.split("@")[1]))
     if variant == "drl+eft":
         return DecodeEarliestFinish()
     if variant == "drl":

@@ -149,6 +149,7 @@ class DRLScheduler(Scheduler):
         action: str | None = None,
         window: str = "auto",
         waits: str = "auto",
+        reserve: float | None = None,
     ) -> None:
         import torch  # here, not at module level: importing the scheduler registry must stay light
 
@@ -186,6 +187,12 @@ class DRLScheduler(Scheduler):
         self.waits = waits
         self.idle_waits = False
         """whether a wait is taken only when nothing offered can start (`waits`, resolved at `reset`)"""
+        if reserve is not None and not 0.0 <= reserve < 1.0:
+            raise ValueError(f"reserve must be in [0, 1), got {reserve!r}")
+        self.reserve = reserve
+        """with `rank_node`/`rank_top2`: hold the first startable task back (the tasks behind it are offered) when a
+        node that cannot start it now would finish it earlier than every node that can by more than this share of
+        its run time there; None: never (docs/policy.md, "Shared cluster")"""
         self._warm = False
 
     def reset(self, cp: CompiledProblem, view: DecisionPoint, seed: int = 0) -> None:
@@ -227,6 +234,15 @@ class DRLScheduler(Scheduler):
             probs = torch.softmax(logits / max(self.temperature, 1e-6), dim=0)
             return int(torch.multinomial(probs, 1, generator=self.generator))
 
+    def _held_back(self, here: DecisionPoint, obs: Any) -> int | None:
+        """The first startable candidate, when `reserve` holds it back for a node that cannot start it now."""
+        assert self.reserve is not None
+        row = int(np.flatnonzero(obs.legal.any(axis=1))[0])
+        t = int(obs.candidates[row])
+        run_s = float(self.cp.exec_s[t][obs.legal[row]].min())
+        best = float((here.earliest_starts([t])[0] + self.cp.exec_s[t]).min())
+        return t if best < here.now + (1.0 - self.reserve) * run_s else None
+
     def decide(self, dp: DecisionPoint) -> Decision:
         builder = self.builder
         here, fork = dp, None
@@ -245,6 +261,12 @@ class DRLScheduler(Scheduler):
             if self.idle_waits and can_start and obs.wait_legal:
                 obs = replace(obs, wait_legal=False)
                 mask = obs.action_mask()
+            if self.reserve is not None and can_start and self.decode in ("rank_node", "rank_top2"):
+                held = self._held_back(here, obs)
+                if held is not None:
+                    deferred.append(held)
+                    here = here.without(np.asarray([held], dtype=np.int64))
+                    continue
             a = len(mask) - 1 if forced_wait else self._pick(obs)
             if not mask[a]:  # cannot happen: illegal logits are MASK_LOGIT
                 raise RuntimeError(f"drl chose illegal action {a}")
