@@ -147,6 +147,28 @@ def test_masks_allow_exactly_the_legal_actions(case):
     assert info["makespan"] > 0 and 0.0 <= info["sla_hit_rate"] <= 1.0
 
 
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(episodes())
+def test_rank_node_mask_offers_the_first_startable_task_only(case):
+    """`action_space="rank_node"`: the mask holds exactly the legal nodes of the first candidate that can start
+    (drl's one-workflow decode) and the wait where it is legal; random play in it ends with a valid trace."""
+    config, seed = case
+    env = SchedulingEnv({**config, "action_space": "rank_node"})
+    K, M = env.config.max_candidates, env.config.max_nodes
+
+    def check(env, obs):
+        ob = env.observation
+        pairs = obs["action_mask"][:-1].reshape(K, M).astype(bool)
+        rows = np.flatnonzero(ob.legal.any(axis=1))
+        assert len(rows) and np.flatnonzero(pairs.any(axis=1)).tolist() == [rows[0]]
+        assert np.array_equal(pairs[rows[0], : ob.n_nodes], ob.legal[rows[0]])
+        assert bool(obs["action_mask"][-1]) == bool(ob.wait_legal)
+
+    info, terminated = _play(env, seed, check)
+    assert terminated, info
+    assert validate_trace(env.cp, env.sim.trace).ok
+
+
 def _play(env, seed, check=None):
     """One episode of uniformly random legal actions; the last info and whether it terminated."""
     obs, info = env.reset(seed=seed)

@@ -120,6 +120,51 @@ def test_rllib_ppo_iteration_gives_loadable_weights(tmp_path) -> None:
     assert loaded.config == policy.config
 
 
+def test_rl_fine_tunes_the_action_space_the_policy_decodes(tmp_path) -> None:
+    """RL samples what the policy decodes on one workflow: pairs, or `rank_node` (`auto` decodes it there); the
+    decodes without a per-step distribution are refused. A run from a saved `rank_node` policy fine-tunes that
+    policy (its own width, not the config's) in the `rank_node` environment, with the reward weights given."""
+    pytest.importorskip("ray.rllib")
+    from dagsched.policy.files import save_policy
+    from dagsched.policy.gnn import PolicyConfig
+    from dagsched.rl.train import TrainConfig, rl_action_space, train
+
+    for action, env_action in (("pair", "pair"), ("auto", "rank_node"), ("rank_node", "rank_node")):
+        assert rl_action_space(PolicyConfig(action_space=action)) == env_action
+    for action in ("task_eft", "rank_top2"):
+        with pytest.raises(ValueError, match=action):
+            rl_action_space(PolicyConfig(action_space=action))
+
+    torch.manual_seed(0)
+    save_policy(SchedulingPolicy(PolicyConfig(hidden=8, action_space="rank_node")), tmp_path / "start")
+    cfg = TrainConfig(
+        name="rank",
+        out_dir=str(tmp_path),
+        seed=2,
+        stages=((6, 12),),
+        families=("layered",),
+        recipes=(),
+        imitation_rounds=0,
+        eval_problems=1,
+        eval_tasks=10,
+        rl_iterations=1,
+        rl_stages=1,
+        rl_batch=96,
+        rl_minibatch=48,
+        rl_epochs=1,
+        envs_per_runner=1,
+        rl_cluster="random",
+        rl_reward={"makespan": 1.0, "cost": 0.0},
+        init_policy=str(tmp_path / "start"),
+        progress=False,
+    )
+    record = train(cfg)
+    assert [h["phase"] for h in record["history"]] == ["ppo"]
+    tuned = load_policy(record["weights"])
+    assert (tuned.config.hidden, tuned.config.action_space) == (8, "rank_node")
+    assert record["config"]["rl_reward"] == {"makespan": 1.0, "cost": 0.0}
+
+
 def test_train_command_passes_its_options_to_the_config(monkeypatch, tmp_path) -> None:
     """`dagsched train` builds the TrainConfig from its flags (the imitation --lr included) and reports the run."""
     from typer.testing import CliRunner
@@ -145,8 +190,20 @@ def test_train_command_passes_its_options_to_the_config(monkeypatch, tmp_path) -
     for ccr in ("ten", "5-1", "0-3"):
         bad = CliRunner().invoke(app, ["train", "--ccr", ccr])
         assert bad.exit_code == 2 and "--ccr" in bad.output
-    bad = CliRunner().invoke(app, ["train", "--teacher", "node_rollout", "--rl-iterations", "3"])
-    assert bad.exit_code == 2 and "rank_node" in bad.output
+    for flag, value in (
+        ("--rl-cluster", "huge-9"),
+        ("--rl-reward", "makespan=fast"),
+        ("--rl-reward", "speed=1"),
+        ("--init-policy", str(tmp_path / "missing")),
+    ):
+        bad = CliRunner().invoke(app, ["train", flag, value])
+        assert bad.exit_code == 2 and flag in bad.output, bad.output
+    rl = ["--rl-cluster", "random", "--rl-reward", "makespan=1,cost=0", "--init-policy", str(tmp_path / "p")]
+    (tmp_path / "p.safetensors").write_bytes(b"")
+    ok = CliRunner().invoke(app, [*argv, *rl])
+    assert ok.exit_code == 0, ok.output
+    assert (seen["cfg"].rl_cluster, seen["cfg"].rl_reward) == ("random", {"makespan": 1.0, "cost": 0.0})
+    assert seen["cfg"].init_policy == str(tmp_path / "p")
     ok = CliRunner().invoke(app, [*argv[:-2], "--teacher", "expert", "--ccr", "0.1-10", "--heterogeneity", "0.9"])
     assert ok.exit_code == 0, ok.output
     assert (seen["cfg"].teacher, seen["cfg"].ccr_range, seen["cfg"].heterogeneity) == ("expert", (0.1, 10.0), 0.9)

@@ -38,6 +38,30 @@ def _ccr_range(spec: str | None) -> tuple[float, float] | None:
     return lo, hi
 
 
+def _weights(spec: str) -> dict[str, float]:
+    """`--rl-reward makespan=1,cost=0` as ObjectiveWeights fields (checked here, so a typo exits with status 2)."""
+    from pydantic import ValidationError
+
+    from dagsched.sim.objective import ObjectiveWeights
+
+    out: dict[str, float] = {}
+    for part in comma_list(spec):
+        name, sep, value = part.partition("=")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise typer.BadParameter(f"--rl-reward: {part!r} is not NAME=NUMBER") from None
+        if not sep:
+            raise typer.BadParameter(f"--rl-reward: {part!r} is not NAME=NUMBER")
+    try:
+        ObjectiveWeights(**out)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(x) for x in err["loc"])
+        raise typer.BadParameter(f"--rl-reward: {field}: {err['msg']}") from None
+    return out
+
+
 def register(app: typer.Typer) -> None:
     """Add the `train` and `evaluate` commands to `app`."""
 
@@ -75,6 +99,17 @@ def register(app: typer.Typer) -> None:
         rl_batch: Annotated[int, typer.Option(help="env steps per RLlib iteration")] = 1000,
         rl_lr: Annotated[float, typer.Option(help="RL learning rate")] = 3e-5,
         rl_mode: Annotated[str, typer.Option(help="simulator mode of the RL env: classic or cloud")] = "cloud",
+        rl_cluster: Annotated[
+            str, typer.Option(help="cluster of the RL env: a preset, or random (2-16 nodes of --heterogeneity)")
+        ] = "hetero-16",
+        rl_reward: Annotated[
+            Optional[str],  # noqa: UP045
+            typer.Option(help="reward weights of the RL env, e.g. makespan=1,cost=0 (unnamed terms keep defaults)"),
+        ] = None,
+        init_policy: Annotated[
+            Optional[Path],  # noqa: UP045
+            typer.Option(help="start from this saved policy (stem) instead of a fresh network"),
+        ] = None,
         hidden: Annotated[int, typer.Option(help="embedding width")] = 32,
         env_runners: Annotated[int, typer.Option(help="remote RLlib env runners (0: in the driver)")] = 0,
         envs_per_runner: Annotated[int, typer.Option(help="environments per env runner")] = 4,
@@ -85,14 +120,18 @@ def register(app: typer.Typer) -> None:
         from dagsched.rl.train import TrainConfig, main_command
         from dagsched.rl.train import train as run
 
-        if teacher == "node_rollout" and rl_iterations:
-            raise typer.BadParameter("--teacher node_rollout trains the rank_node action space: use --rl-iterations 0")
         if algo not in ("ppo", "a2c"):
             raise typer.BadParameter(f"--algo must be ppo or a2c, got {algo!r}")
         from dagsched.rl.imitation import TEACHERS
 
         if teacher not in TEACHERS:
             raise typer.BadParameter(f"--teacher must be one of {', '.join(TEACHERS)}, got {teacher!r}")
+        from dagsched.generate.clusters import PRESETS
+
+        if rl_cluster != "random" and rl_cluster not in PRESETS:
+            raise typer.BadParameter(f"--rl-cluster must be random or one of {', '.join(PRESETS)}, got {rl_cluster!r}")
+        if init_policy is not None and not init_policy.with_suffix(".safetensors").exists():
+            raise typer.BadParameter(f"--init-policy: no {init_policy.with_suffix('.safetensors')}")
         cfg = TrainConfig(
             name=name,
             out_dir=str(out_dir),
@@ -117,6 +156,9 @@ def register(app: typer.Typer) -> None:
             rl_minibatch=min(250, rl_batch),
             rl_lr=rl_lr,
             rl_mode=rl_mode,
+            rl_cluster=rl_cluster,
+            init_policy=str(init_policy) if init_policy else None,
+            rl_reward=_weights(rl_reward) if rl_reward else None,
             hidden=hidden,
             env_runners=env_runners,
             envs_per_runner=envs_per_runner,

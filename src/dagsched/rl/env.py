@@ -9,7 +9,7 @@ features come from `dagsched.policy.features`, rewards from `dagsched.rl.reward`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -72,6 +72,11 @@ class EnvConfig(BaseModel):
         True,
         description="a wait defers only the offered tasks: the ready tasks behind them are offered next, at the "
         "same instant, until every ready task was offered (as the drl scheduler plays)",
+    )
+    action_space: Literal["pair", "rank_node"] = Field(
+        "pair",
+        description="pair: any legal (candidate, node) pair or wait; rank_node: only the first candidate that can "
+        "start (the window's order) on a node of its choice, or wait: the drl scheduler's one-workflow decode",
     )
     history_len: int = Field(0, ge=0, description="utilisation snapshots per node in the observation; 0: none")
     reward: RewardWeights = Field(default_factory=RewardWeights, description="weights of the reward terms")
@@ -160,7 +165,9 @@ class SchedulingEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     next K ready tasks are offered at the same instant, and time advances once every ready task
     was offered or nothing offered can start (so a wide DAG's lower-ranked tasks still reach
     idle nodes). The mask is `observation["action_mask"]` and `info["action_mask"]`; an illegal action raises
-    `IllegalActionError` (it is never remapped). `action_space.sample()` draws a legal action.
+    `IllegalActionError` (it is never remapped). `action_space.sample()` draws a legal action. With
+    `action_space="rank_node"` the mask keeps only the first candidate that can start (candidates come in the
+    window's order) and the wait: the policy chooses that task's node, or to wait (`drl.ACTIONS`).
 
     The candidates are at most K ready tasks: those that can start somewhere now first, then by
     decreasing upward rank, then topological position (candidate pruning).
@@ -446,7 +453,13 @@ class SchedulingEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         out["global_features"] = obs.global_x
         mask = np.zeros(K * M + 1, dtype=np.int8)
         if not self._over:
-            mask[:-1].reshape(K, M)[:k, :m] = obs.legal
+            legal = obs.legal
+            if c.action_space == "rank_node":  # the first startable candidate only (drl.restrict_action's row)
+                rows = np.flatnonzero(legal.any(axis=1))
+                legal = np.zeros_like(legal)
+                if len(rows):
+                    legal[rows[0]] = obs.legal[rows[0]]
+            mask[:-1].reshape(K, M)[:k, :m] = legal
             mask[-1] = obs.wait_legal
         out["action_mask"] = mask
         if H > 0:

@@ -134,6 +134,12 @@ class TrainConfig:
     """discount (the per-step rewards sum to the episode objective)"""
     rl_mode: str = "cloud"
     """simulator mode of the RLlib env"""
+    rl_cluster: str = "hetero-16"
+    """cluster of the RLlib env: a preset name, or 'random' (2-16 nodes of `heterogeneity`)"""
+    init_policy: str | None = None
+    """start from this saved policy (stem of .safetensors + .json) instead of a fresh network"""
+    rl_reward: dict[str, float] | None = None
+    """weights of the RLlib env's reward terms (`sim.objective.ObjectiveWeights` fields; None: its defaults)"""
     env_runners: int = 0
     """remote RLlib env runners (0: sample in the driver)"""
     envs_per_runner: int = 4
@@ -310,7 +316,7 @@ def train(cfg: TrainConfig, command: str | None = None) -> dict[str, Any]:
     if resumed is not None:
         policy, state = resumed
     else:
-        policy = SchedulingPolicy(cfg.policy_config())
+        policy = load_policy(cfg.init_policy) if cfg.init_policy else SchedulingPolicy(cfg.policy_config())
         state = {"round": 0, "rl_iteration": 0, "elapsed_s": 0.0, "best_ratio": None, "history": []}
     elapsed0 = float(state["elapsed_s"])
     val = validation_set(cfg)
@@ -398,11 +404,8 @@ def train(cfg: TrainConfig, command: str | None = None) -> dict[str, Any]:
     state["round"] = max(state["round"], cfg.imitation_rounds)  # a spent budget ends the phase for good
 
     # ---- 3. RL fine-tuning on RLlib ----
-    if cfg.rl_iterations > state["rl_iteration"] and policy.config.action_space != "pair":
-        raise ValueError(
-            f"RL fine-tuning samples (task, node) pairs; teacher {cfg.teacher!r} trains another action space"
-        )
     if cfg.rl_iterations > state["rl_iteration"]:
+        rl_action_space(policy.config)  # refuses an action space the environment cannot sample
         rl_fine_tune(cfg, policy, state, checkpoint)
 
     # ---- 5. the best validated policy is the result ----
@@ -563,6 +566,17 @@ def _flat(prefix: str, d: Any, out: dict[str, float]) -> None:
         out[prefix] = float(d)
 
 
+def rl_action_space(config: PolicyConfig) -> str:
+    """The environment's action space that samples what `config.action_space` decodes on one workflow: `pair`, or
+    `rank_node` (the first startable task's node, or wait); the others have no per-step distribution to sample."""
+    from dagsched.schedulers.drl import resolve_action
+
+    action = resolve_action(str(config.action_space), one_workflow=True)
+    if action not in ("pair", "rank_node"):
+        raise ValueError(f"RL fine-tuning samples pair or rank_node actions; the policy decodes {action!r}")
+    return action
+
+
 def rl_fine_tune(cfg: TrainConfig, policy: SchedulingPolicy, state: dict[str, Any], checkpoint: Any) -> None:
     """RLlib iterations over the last `rl_stages` curriculum stages, rebuilding the algorithm per stage."""
     import ray
@@ -580,7 +594,10 @@ def rl_fine_tune(cfg: TrainConfig, policy: SchedulingPolicy, state: dict[str, An
             if algo is not None:
                 policy.load_state_dict(algorithm_policy(algo, policy.config).state_dict())
                 algo.stop()
-            env_config = env_fields(cfg, stages[s], "hetero-16", cfg.rl_mode)
+            env_config = env_fields(cfg, stages[s], cfg.rl_cluster, cfg.rl_mode)
+            env_config["action_space"] = rl_action_space(policy.config)
+            if cfg.rl_reward is not None:
+                env_config["reward"] = dict(cfg.rl_reward)
             algo = build_algorithm(cfg, policy.config, env_config)
             set_algorithm_weights(algo, policy)
             current = s
