@@ -29,7 +29,9 @@ unguided: `lookahead@budget` looks at choices in planning order until the budget
 
 `--alt-policy STEM` adds `mcts[alt]`: the guided search with another policy's priors (`untrained`: a freshly
 initialised network of the shipped model's architecture, torch seed 0), the ablation that says whether the
-learning or the search is why `mcts` wins. `--paired A/B,...` prints, per group, the mean of A's makespan over
+learning or the search is why `mcts` wins; and `drl[alt]`, that policy decoded as `rank_node` (to compare a
+fine-tuned policy with the shipped one, paired: `--paired "drl[alt]/drl[rank_node]"`).
+`--paired A/B,...` prints, per group, the mean of A's makespan over
 B's on the same problem with a 95 % bootstrap interval and A's wins/ties/losses against B: a paired comparison,
 much tighter than the two schedulers' intervals against HEFT side by side.
 
@@ -198,7 +200,9 @@ def main() -> None:
     parser.add_argument("--plan-work", type=float, default=None, help="mcts's rollout work per plan (default its own)")
     parser.add_argument("--planners", default="heft_lookahead,drl_plan", help="rollout planners ('' for none)")
     parser.add_argument("--node-rule", default=None, help="node rule stem for drl_plan (default: the shipped one)")
-    parser.add_argument("--alt-policy", default=None, help="adds mcts[alt], priors from this stem ('untrained')")
+    parser.add_argument(
+        "--alt-policy", default=None, help="adds drl[alt] (rank_node) and mcts[alt] with this policy ('untrained')"
+    )
     parser.add_argument("--paired", default="", help="A/B pairs of scheduler names compared problem by problem")
     args = parser.parse_args()
     pairs = [tuple(x.split("/", 1)) for x in args.paired.split(",") if x]
@@ -214,6 +218,8 @@ def main() -> None:
     actions = args.actions.split(",")
     learned = [f"drl[{a}]" for a in actions if a]
     names = [*HEURISTICS, *learned]
+    if alt:
+        names.append("drl[alt]")
     if args.search:
         rules = args.choose.split(",")
         for rule_name in rules:
@@ -245,7 +251,9 @@ def main() -> None:
         cp = compile_problem(problem)
         makespans = {}
         for name in names:
-            if name.startswith("drl["):
+            if name == "drl[alt]":
+                sched = DRLScheduler(policy_path=alt, action="rank_node")
+            elif name.startswith("drl["):
                 action, _, waits = name[4:-1].partition("/")
                 kwargs: dict[str, str] = {"policy_path": args.policy} if args.policy else {}
                 if "action" in inspect.signature(DRLScheduler).parameters:  # a dagsched that predates it: pairs
