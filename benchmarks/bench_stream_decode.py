@@ -12,8 +12,9 @@ waits, i.e. `srpt/idle/rank_node` with the policy's node choice replaced by the 
 the same ablation inside drl's own decision loop (drl's defaults, the earlier of the two nodes).
 `srpt+reserve@M` is `srpt+eft` that may leave a node idle (the lever the work-conserving rules lack): a task is
 held back, the tasks behind it served, when a node that cannot start it now (busy, or its inputs not there yet)
-would finish it earlier than every node that can, by more than M of its run time there; `drl+reserve@M` is drl
-with the same hold (`DRLScheduler(reserve=M)`). Prints; asserts nothing.
+would finish it earlier than every node that can, by more than M of its run time there (the registered
+`srpt_hold` with margin M; `srpt_hold` alone is its default margin); `drl+reserve@M` is drl with the same hold
+(`DRLScheduler(reserve=M)`). Prints; asserts nothing.
 
     .venv/bin/python benchmarks/bench_stream_decode.py --workflows 80 --load 0.85 --arrival poisson \
         --seeds 105,106,107,108,109,110 --variants rank/policy/pair,srpt/idle/pair,srpt/idle/rank_node
@@ -32,68 +33,24 @@ from dagsched.bench.stats import bootstrap_ci
 from dagsched.generate import cluster_preset
 from dagsched.generate.streams import generate_stream
 from dagsched.model import compile_problem
-from dagsched.model.compiled import CompiledProblem, task_work
+from dagsched.model.compiled import CompiledProblem
 from dagsched.schedulers import make_scheduler
 from dagsched.schedulers.base import Scheduler
-from dagsched.schedulers.greedy import ListScheduler
-from dagsched.schedulers.progress import tail_path_s
+from dagsched.schedulers.srpt_hold import SRPTHold
 from dagsched.sim.config import SimConfig, mode_settings
-from dagsched.sim.decision import Decision, DecisionPoint
 from dagsched.sim.engine import Simulator
 from dagsched.sim.metrics import stream_metrics
 
 
-class SRPTEarliestFinish(ListScheduler):
+class SRPTEarliestFinish(SRPTHold):
     """The workflow with the least work left first (running tasks whole), its longest tail first, each task on
-    the startable node that finishes it first: drl's stream decode without the policy."""
+    the startable node that finishes it first: drl's stream decode without the policy (`srpt_hold` that never
+    holds)."""
 
     name = "srpt+eft"
-    uses_seed = False
 
-    def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:
-        super().reset(cp, dp, seed)
-        self.work, self.tail_s = task_work(cp), tail_path_s(cp)
-        self.left = np.zeros(cp.n_workflows)
-
-    def decide(self, dp: DecisionPoint) -> Decision:
-        self.left = dp.work_left(self.work)
-        return super().decide(dp)
-
-    def order(self, ready: list[int]) -> Iterator[int]:
-        wf = self.cp.task_wf
-        yield from sorted(ready, key=lambda t: (float(self.left[wf[t]]), -float(self.tail_s[t]), t))
-
-
-class SRPTReserve(SRPTEarliestFinish):
-    """`srpt+eft` holding a task back for a node that cannot start it now but would finish it clearly earlier
-    (`margin` x its run time on the best node that can start it now)."""
-
-    name = "srpt+reserve"
-
-    def __init__(self, margin: float) -> None:
-        super().__init__()
-        self.margin = margin
-        self.held: set[int] = set()
-
-    def decide(self, dp: DecisionPoint) -> Decision:
-        self.left = dp.work_left(self.work)
-        ready = dp.ready_tasks()
-        self.held = set()
-        if ready:
-            tasks = np.asarray(ready, dtype=np.int64)
-            finish = dp.earliest_starts(ready) + self.cp.exec_s[tasks]
-            fits = dp.fitting(tasks, dp.free)
-            for i, t in enumerate(ready):
-                now_ok = fits[i] & (dp.data_ready_all_s(t) <= dp.now + 1e-9)
-                if not now_ok.any():
-                    continue
-                run_s = float(self.cp.exec_s[t][now_ok].min())
-                if float(finish[i].min()) < dp.now + run_s - self.margin * run_s:
-                    self.held.add(t)
-        return ListScheduler.decide(self, dp)
-
-    def order(self, ready: list[int]) -> Iterator[int]:
-        yield from (t for t in super().order(ready) if t not in self.held)
+    def __init__(self) -> None:
+        super().__init__(margin=None)
 
 
 def make(variant: str) -> Scheduler:
@@ -112,7 +69,7 @@ def make(variant: str) -> Scheduler:
     if variant == "srpt+eft":
         return SRPTEarliestFinish()
     if variant.startswith("srpt+reserve@"):
-        return SRPTReserve(float(variant.split("@")[1]))
+        return SRPTHold(margin=float(variant.split("@")[1]))
     if variant.startswith("drl+reserve@"):
         return DRLScheduler(reserve=float(variant.split("@")[1]))
     if variant == "drl+eft":

@@ -1,8 +1,8 @@
 """The online baselines of a shared cluster, each on a tiny case worked out by hand.
 
-FIFO by workflow, SJF-CP, weighted fair sharing, Tetris, and HEFT planning an arrival around what the
-cluster committed (heft_keep) against re-planning everything (heft). Cloud mode without noise, so the
-times are exact; every trace validates.
+FIFO by workflow, SJF-CP, weighted fair sharing, Tetris, SRPT with holds for a faster busy node, and HEFT
+planning an arrival around what the cluster committed (heft_keep) against re-planning everything (heft). Cloud
+mode without noise, so the times are exact; every trace validates.
 """
 
 from __future__ import annotations
@@ -129,6 +129,54 @@ def test_tetris_prefers_the_workflow_with_less_work_left() -> None:
     ]
     _, placed = _run(wfs, [_one_cpu()], "tetris")
     assert placed == {"small/y": ("n", 0.0, 5.0), "big/x": ("n", 5.0, 15.0)}
+
+
+def test_srpt_hold_waits_for_a_clearly_faster_busy_node() -> None:
+    """Two 8 s tasks of one workflow on a fast node (speed 4) and a slow one, one task at a time each. a (first by
+    index) takes fast (ends at 2). b: the slow node would end it at 8, the fast one at 2 + 2 = 4, earlier by half
+    its run time there: held (margin 0.2 < 0.5), it starts on fast at 2. With margin 0.49 it is held too, with
+    0.51 or None (never hold) it starts on slow at 0."""
+    from dagsched.schedulers.srpt_hold import HOLD_MARGIN, SRPTHold
+
+    wf = Workflow(name="w", tasks=[Task(id="a", runtime=8.0), Task(id="b", runtime=8.0)])
+    nodes = [_one_cpu("fast", 4.0), _one_cpu("slow")]
+    assert HOLD_MARGIN == 0.2
+    for scheduler in ("srpt_hold", SRPTHold(0.49)):
+        _, placed = _run([wf], nodes, scheduler)
+        assert placed == {"a": ("fast", 0.0, 2.0), "b": ("fast", 2.0, 4.0)}
+    for scheduler in (SRPTHold(0.51), SRPTHold(None)):
+        _, placed = _run([wf], nodes, scheduler)
+        assert placed == {"a": ("fast", 0.0, 2.0), "b": ("slow", 0.0, 8.0)}
+    for bad in (-0.1, 1.0):
+        with pytest.raises(ValueError, match="margin"):
+            SRPTHold(bad)
+
+
+def test_srpt_hold_wakes_itself_when_the_node_it_waits_for_is_up() -> None:
+    """Nothing runs and the fast node boots until 3: the task is held for it (ends at 3 + 2 = 5 < 8 x 0.8 on the
+    slow node), and the decision asks to be woken at 3, so the run goes on (without the wake it would stall)."""
+    wf = Workflow(name="w", tasks=[Task(id="a", runtime=8.0)])
+    nodes = [Node(id="fast", cpu=1, mem=4, speed=4.0, boot_delay=3.0), _one_cpu("slow")]
+    _, placed = _run([wf], nodes, "srpt_hold")
+    assert placed == {"a": ("fast", 3.0, 5.0)}
+
+
+def test_srpt_hold_serves_the_workflow_with_less_work_left_and_the_tasks_behind_a_held_one() -> None:
+    """Workflows big (x, 40 s) and small (y, 8 s; z, 4 s), one fast node (speed 4) and one slow one. small has less
+    work left: y (its longer tail) takes fast, ending at 2. z: slow would end it at 4, fast (free at 2) at 3, which
+    is under 4 x 0.8: held. x, served behind it: slow would end it at 40, fast at 2 + 10 = 12 < 32: held too, and
+    the slow node stays idle. At 2 z (less work left) takes fast, ending at 3; x then waits for it again and
+    starts there at 3, ending at 13 (27 s before the slow node would have)."""
+    wfs = [
+        Workflow(name="big", tasks=[Task(id="x", runtime=40.0)]),
+        Workflow(name="small", tasks=[Task(id="y", runtime=8.0), Task(id="z", runtime=4.0)]),
+    ]
+    _, placed = _run(wfs, [_one_cpu("fast", 4.0), _one_cpu("slow")], "srpt_hold")
+    assert placed == {
+        "small/y": ("fast", 0.0, 2.0),
+        "small/z": ("fast", 2.0, 3.0),
+        "big/x": ("fast", 3.0, 13.0),
+    }
 
 
 def test_heft_keep_plans_an_arrival_around_the_committed_plan() -> None:

@@ -18,6 +18,7 @@ from dagsched.schedulers import (  # noqa: F401
     round_robin,
     sjf,
     sjf_cp,
+    srpt_hold,
     tabu,
     tetris,
 )
