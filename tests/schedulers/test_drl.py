@@ -464,6 +464,11 @@ def test_reserve_holds_a_task_back_for_a_clearly_faster_busy_node(action: str) -
     for bad in (-0.1, 1.0):
         with pytest.raises(ValueError, match="reserve"):
             DRLScheduler(reserve=bad)
+    # nothing runs and the fast node boots until 3: held for it, and woken then (no stall)
+    nodes[0] = Node(id="fast", cpu=1, mem=4, speed=4.0, boot_delay=3.0)
+    one = compile_problem(Problem(workflows=[Workflow(name="w", tasks=tasks[:1])], cluster=Cluster(nodes=nodes)))
+    booting = simulate(one, DRLScheduler(action=action, waits="idle", reserve=0.2), SimConfig(), 0)
+    assert booting.valid and [(a.node, a.start) for a in booting.trace.attempts] == [(0, 3.0)]
 
 
 def test_reserve_on_a_stream_with_failures_gives_a_valid_trace() -> None:

@@ -234,14 +234,19 @@ class DRLScheduler(Scheduler):
             probs = torch.softmax(logits / max(self.temperature, 1e-6), dim=0)
             return int(torch.multinomial(probs, 1, generator=self.generator))
 
-    def _held_back(self, here: DecisionPoint, obs: Any) -> int | None:
-        """The first startable candidate, when `reserve` holds it back for a node that cannot start it now."""
+    def _held_back(self, here: DecisionPoint, obs: Any) -> tuple[int, float] | None:
+        """(the first startable candidate, when the node it waits for could start it), when `reserve` holds it back
+        for a node that cannot start it now (as `srpt_hold` does; not when that node should already have room)."""
         assert self.reserve is not None
         row = int(np.flatnonzero(obs.legal.any(axis=1))[0])
         t = int(obs.candidates[row])
-        run_s = float(self.cp.exec_s[t][obs.legal[row]].min())
-        best = float((here.earliest_starts([t])[0] + self.cp.exec_s[t]).min())
-        return t if best < here.now + (1.0 - self.reserve) * run_s else None
+        exec_s = self.cp.exec_s[t]
+        run_s = float(exec_s[obs.legal[row]].min())
+        start = np.where(obs.legal[row], np.inf, here.earliest_starts([t])[0])
+        nd = int(np.argmin(start + exec_s))
+        if start[nd] > here.now + 1e-9 and start[nd] + exec_s[nd] < here.now + (1.0 - self.reserve) * run_s:
+            return t, float(start[nd])
+        return None
 
     def decide(self, dp: DecisionPoint) -> Decision:
         builder = self.builder
@@ -264,8 +269,10 @@ class DRLScheduler(Scheduler):
             if self.reserve is not None and can_start and self.decode in ("rank_node", "rank_top2"):
                 held = self._held_back(here, obs)
                 if held is not None:
-                    deferred.append(held)
-                    here = here.without(np.asarray([held], dtype=np.int64))
+                    t, when = held
+                    deferred.append(t)
+                    wake = min(wake, when)  # the node it waits for could start it then: never a stall
+                    here = here.without(np.asarray([t], dtype=np.int64))
                     continue
             a = len(mask) - 1 if forced_wait else self._pick(obs)
             if not mask[a]:  # cannot happen: illegal logits are MASK_LOGIT
