@@ -163,6 +163,7 @@ def test_rl_fine_tunes_the_action_space_the_policy_decodes(tmp_path) -> None:
     tuned = load_policy(record["weights"])
     assert (tuned.config.hidden, tuned.config.action_space) == (8, "rank_node")
     assert record["config"]["rl_reward"] == {"makespan": 1.0, "cost": 0.0}
+    assert record["algorithm"].startswith(f"from {tmp_path / 'start'}, then PPO")
 
 
 def test_train_command_passes_its_options_to_the_config(monkeypatch, tmp_path) -> None:

@@ -417,9 +417,11 @@ def train(cfg: TrainConfig, command: str | None = None) -> dict[str, Any]:
         "command": command or "dagsched.rl.train.train(...)",
         "seed": cfg.seed,
         "wall_time_s": round(float(state["elapsed_s"]), 1),
-        "algorithm": f"{_TEACHER_TEXT[cfg.teacher]}, then {cfg.algo.upper()} (RLlib {_ray_version()})"
-        if cfg.rl_iterations
-        else _TEACHER_TEXT[cfg.teacher],
+        "algorithm": ", then ".join(
+            ([f"from {cfg.init_policy}"] if cfg.init_policy else [])
+            + ([_TEACHER_TEXT[cfg.teacher]] if cfg.imitation_rounds else [])
+            + ([f"{cfg.algo.upper()} (RLlib {_ray_version()})"] if cfg.rl_iterations else [])
+        ),
         "training_families": list(cfg.families),
         "training_recipes": list(cfg.recipes),
         "held_out_families": [*cfg.held_out, "all real WfCommons traces"],
