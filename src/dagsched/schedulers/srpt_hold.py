@@ -60,6 +60,7 @@ class SRPTHold(ListScheduler):
             self.start_s = dp.earliest_starts(ready) if ready else np.zeros((0, self.cp.n_nodes))
             self.free = dp.free.copy()
             self.first_end_s = np.full(self.cp.n_nodes, -np.inf)
+            self.reserved_s = np.full(self.cp.n_nodes, -np.inf)
             self.wake_s = np.inf
         decision = super().decide(dp)
         if self.margin is None or not np.isfinite(self.wake_s):
@@ -77,20 +78,24 @@ class SRPTHold(ListScheduler):
         """Whether ready task t waits for a node that cannot start it now but would finish it earlier than every
         node that can by more than `margin` of its run time there; the decision then asks to be woken when that
         node could start it (its running tasks' predicted ends, inputs' arrival), so a hold never stalls the run.
-        A node given a task in this decision is taken to have room again when the first of those ends; a task no
-        node can start now is not held (it waits anyway), nor one whose better node should already have room
-        (a running task past its predicted end: the prediction is no longer worth waiting for)."""
+        A held task speaks for its node until it would end there, so the tasks behind it do not all wait for the
+        same node while the others stand idle. A node given a task in this decision is taken to have room again
+        when the first of those ends; a task no node can start now is not held (it waits anyway), nor one whose
+        better node should already have room (a running task past its predicted end: the prediction is no longer
+        worth waiting for)."""
         assert self.margin is not None
         dp, exec_s = self.dp, self.cp.exec_s[t]
         now_ok = dp.fitting(np.asarray([t], dtype=np.int64), self.free)[0] & (dp.data_ready_all_s(t) <= dp.now + EPS)
         if not now_ok.any():
             return False
         run_s = float(exec_s[now_ok].min())
-        start = np.where(now_ok, np.inf, np.maximum(self.start_s[self.row[t]], self.first_end_s))
+        start = np.maximum(np.maximum(self.start_s[self.row[t]], self.first_end_s), self.reserved_s)
+        start = np.where(now_ok, np.inf, start)
         nd = int(np.argmin(start + exec_s))
         if not (start[nd] > dp.now + EPS and start[nd] + exec_s[nd] < dp.now + (1.0 - self.margin) * run_s):
             return False
         self.wake_s = min(self.wake_s, float(start[nd]))
+        self.reserved_s[nd] = float(start[nd] + exec_s[nd])  # the node is spoken for: the next task sees it later
         return True
 
     def order(self, ready: list[int]) -> Iterator[int]:
