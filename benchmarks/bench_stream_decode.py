@@ -14,7 +14,7 @@ the same ablation inside drl's own decision loop (drl's defaults, the earlier of
 held back, the tasks behind it served, when a node that cannot start it now (busy, or its inputs not there yet)
 would finish it earlier than every node that can, by more than M of its run time there (the registered
 `srpt_hold` with margin M; `srpt_hold` alone is its default margin); `drl+reserve@M` is drl with the same hold
-(`DRLScheduler(reserve=M)`). Prints; asserts nothing.
+(`DRLScheduler(reserve=M)`), `drl+eft+reserve@M` drl+eft with it. Prints; asserts nothing.
 
     .venv/bin/python benchmarks/bench_stream_decode.py --workflows 80 --load 0.85 --arrival poisson \
         --seeds 105,106,107,108,109,110 --variants rank/policy/pair,srpt/idle/pair,srpt/idle/rank_node
@@ -74,6 +74,8 @@ def make(variant: str) -> Scheduler:
         return DRLScheduler(reserve=float(variant.split("@")[1]))
     if variant == "drl+eft":
         return DecodeEarliestFinish()
+    if variant.startswith("drl+eft+reserve@"):
+        return DecodeEarliestFinish(reserve=float(variant.split("@")[1]))
     if variant == "drl":
         return DRLScheduler()
     if variant.count("/") == 2:
