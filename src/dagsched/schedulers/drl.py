@@ -237,16 +237,14 @@ class DRLScheduler(Scheduler):
     def _held_back(self, here: DecisionPoint, obs: Any) -> tuple[int, float] | None:
         """(the first startable candidate, when the node it waits for could start it), when `reserve` holds it back
         for a node that cannot start it now (as `srpt_hold` does; not when that node should already have room)."""
+        from dagsched.schedulers.srpt_hold import node_worth_waiting_for
+
         assert self.reserve is not None
         row = int(np.flatnonzero(obs.legal.any(axis=1))[0])
         t = int(obs.candidates[row])
-        exec_s = self.cp.exec_s[t]
-        run_s = float(exec_s[obs.legal[row]].min())
-        start = np.where(obs.legal[row], np.inf, here.earliest_starts([t])[0])
-        nd = int(np.argmin(start + exec_s))
-        if start[nd] > here.now + 1e-9 and start[nd] + exec_s[nd] < here.now + (1.0 - self.reserve) * run_s:
-            return t, float(start[nd])
-        return None
+        start = here.earliest_starts([t])[0]
+        nd = node_worth_waiting_for(start, self.cp.exec_s[t], obs.legal[row], here.now, self.reserve)
+        return None if nd is None else (t, float(start[nd]))
 
     def decide(self, dp: DecisionPoint) -> Decision:
         builder = self.builder

@@ -33,9 +33,10 @@ class ListScheduler(Scheduler):
     def order(self, ready: list[int]) -> Iterable[int]:
         """Ready tasks in the order they are served."""
 
-    def choose_node(self, t: int, startable: list[int]) -> int:
+    def choose_node(self, t: int, startable: list[int]) -> int | None:
         """One of `startable` (non-empty, ascending node index) for task t: by default the one that finishes
-        it first (all start now), ties to the lowest index."""
+        it first (all start now), ties to the lowest index. None holds t back at this decision and serves the
+        tasks behind it (a rule that is not work-conserving, `srpt_hold`; it asks for its own wake)."""
         return min(startable, key=lambda n: (float(self.cp.exec_s[t, n]), n))
 
     def assigned(self, t: int, nd: int) -> None:
@@ -69,6 +70,8 @@ class ListScheduler(Scheduler):
                 continue
             startable = [int(n) for n in np.flatnonzero(now_ok)]
             nd = self.choose_node(t, startable)
+            if nd is None:
+                continue
             free[nd] -= req[i]
             fits[:, nd] &= np.all(free[nd] + _EPS >= req, axis=1)
             any_fit = cast(list[bool], fits.any(axis=1).tolist())

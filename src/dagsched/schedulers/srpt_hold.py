@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
+import numpy.typing as npt
 
 from dagsched.model.compiled import EPS, CompiledProblem, task_work
 from dagsched.schedulers.base import register
@@ -35,6 +36,26 @@ from dagsched.sim.decision import Decision, DecisionPoint
 HOLD_MARGIN = 0.2
 """A task waits for a node that cannot start it now only if that node finishes it earlier by more than this share
 of its run time on the best node that can (the finish there is a prediction; a busy node's tasks may overrun)."""
+
+
+def node_worth_waiting_for(
+    start_s: npt.NDArray[np.float64],
+    exec_s: npt.NDArray[np.float64],
+    startable: npt.NDArray[np.bool_],
+    now: float,
+    margin: float,
+) -> int | None:
+    """The node a task that could start now should wait for instead, or None: among the nodes that cannot start it
+    now, the one that finishes it first from its earliest start `start_s`, when that start is still ahead (a node
+    that should already have room, e.g. behind a task past its predicted end, is not worth it) and the finish beats
+    every startable node's by more than `margin` of the run time there. The hold of `srpt_hold` and of
+    `DRLScheduler(reserve=...)`."""
+    run_s = float(exec_s[startable].min())
+    later = np.where(startable, np.inf, start_s)
+    nd = int(np.argmin(later + exec_s))
+    if later[nd] > now + EPS and later[nd] + exec_s[nd] < now + (1.0 - margin) * run_s:
+        return nd
+    return None
 
 
 @register
@@ -60,7 +81,6 @@ class SRPTHold(ListScheduler):
             self.dp, ready = dp, dp.ready_tasks()
             self.row = {t: i for i, t in enumerate(ready)}
             self.start_s = dp.earliest_starts(ready) if ready else np.zeros((0, self.cp.n_nodes))
-            self.free = dp.free.copy()
             self.first_end_s = np.full(self.cp.n_nodes, -np.inf)
             self.reserved_s = np.full(self.cp.n_nodes, -np.inf)
             self.wake_s = np.inf
@@ -72,36 +92,28 @@ class SRPTHold(ListScheduler):
 
     def assigned(self, t: int, nd: int) -> None:
         if self.margin is not None:
-            self.free[nd] -= self.dp.request(t)
             end = self.dp.now + float(self.cp.exec_s[t, nd])
             self.first_end_s[nd] = end if self.first_end_s[nd] < 0 else min(self.first_end_s[nd], end)
 
-    def held(self, t: int) -> bool:
-        """Whether ready task t waits for a node that cannot start it now but would finish it earlier than every
-        node that can by more than `margin` of its run time there; the decision then asks to be woken when that
-        node could start it (its running tasks' predicted ends, inputs' arrival), so a hold never stalls the run.
-        A held task speaks for its node until it would end there, so the tasks behind it do not all wait for the
-        same node while the others stand idle. A node given a task in this decision is taken to have room again
-        when the first of those ends; a task no node can start now is not held (it waits anyway), nor one whose
-        better node should already have room (a running task past its predicted end: the prediction is no longer
-        worth waiting for)."""
-        assert self.margin is not None
-        dp, exec_s = self.dp, self.cp.exec_s[t]
-        now_ok = dp.fitting(np.asarray([t], dtype=np.int64), self.free)[0] & (dp.data_ready_all_s(t) <= dp.now + EPS)
-        if not now_ok.any():
-            return False
-        run_s = float(exec_s[now_ok].min())
+    def choose_node(self, t: int, startable: list[int]) -> int | None:
+        """The earliest-finish startable node, or None when t waits for a node that cannot start it now
+        (`node_worth_waiting_for`); the decision then asks to be woken when that node could start it, so a hold
+        never stalls the run. A held task speaks for its node until it would end there, so the tasks behind it do
+        not all wait for the same node while the others stand idle. A node given a task in this decision is taken
+        to have room again when the first of those ends."""
+        if self.margin is None:
+            return super().choose_node(t, startable)
+        now_ok = np.zeros(self.cp.n_nodes, dtype=bool)
+        now_ok[startable] = True
         start = np.maximum(np.maximum(self.start_s[self.row[t]], self.first_end_s), self.reserved_s)
-        start = np.where(now_ok, np.inf, start)
-        nd = int(np.argmin(start + exec_s))
-        if not (start[nd] > dp.now + EPS and start[nd] + exec_s[nd] < dp.now + (1.0 - self.margin) * run_s):
-            return False
+        exec_s = self.cp.exec_s[t]
+        nd = node_worth_waiting_for(start, exec_s, now_ok, self.dp.now, self.margin)
+        if nd is None:
+            return super().choose_node(t, startable)
         self.wake_s = min(self.wake_s, float(start[nd]))
         self.reserved_s[nd] = float(start[nd] + exec_s[nd])  # the node is spoken for: the next task sees it later
-        return True
+        return None
 
     def order(self, ready: list[int]) -> Iterator[int]:
         wf, left, tail = self.cp.task_wf, self.left, self.tail_s
-        for t in sorted(ready, key=lambda t: (float(left[wf[t]]), -float(tail[t]), t)):
-            if self.margin is None or not self.held(t):
-                yield t
+        yield from sorted(ready, key=lambda t: (float(left[wf[t]]), -float(tail[t]), t))
