@@ -31,7 +31,7 @@ import numpy as np
 
 from dagsched.bench.stats import bootstrap_ci
 from dagsched.generate import cluster_preset
-from dagsched.generate.streams import generate_stream
+from dagsched.generate.streams import Stream, generate_stream
 from dagsched.model import compile_problem
 from dagsched.model.compiled import CompiledProblem
 from dagsched.schedulers import make_scheduler
@@ -95,10 +95,15 @@ def stream_arguments(description: str | None) -> argparse.ArgumentParser:
     return ap
 
 
-def held_out_streams(args: argparse.Namespace) -> Iterator[tuple[int, CompiledProblem]]:
-    """(seed, compiled stream) for each of `--seeds`, as `stream_arguments` describes them."""
+def generated_streams(args: argparse.Namespace) -> Iterator[tuple[int, Stream]]:
+    """(seed, stream) for each of `--seeds`, as `stream_arguments` describes them."""
     for seed in (int(s) for s in args.seeds.split(",")):
-        stream = generate_stream(cluster_preset(args.cluster), args.workflows, args.load, args.arrival, seed=seed)
+        yield seed, generate_stream(cluster_preset(args.cluster), args.workflows, args.load, args.arrival, seed=seed)
+
+
+def held_out_streams(args: argparse.Namespace) -> Iterator[tuple[int, CompiledProblem]]:
+    """(seed, compiled stream) for each of `--seeds`."""
+    for seed, stream in generated_streams(args):
         yield seed, compile_problem(stream.problem())
 
 

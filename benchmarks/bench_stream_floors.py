@@ -32,10 +32,8 @@ import time
 
 import numpy as np
 
-from bench_stream_decode import stream_arguments
+from bench_stream_decode import generated_streams, stream_arguments
 from dagsched.bench.stats import bootstrap_ci
-from dagsched.generate import cluster_preset
-from dagsched.generate.streams import generate_stream
 from dagsched.model import compile_problem
 from dagsched.model.compiled import CompiledProblem
 from dagsched.model.entities import Problem
@@ -94,9 +92,8 @@ def main() -> None:
     args = ap.parse_args()
     config = SimConfig(**mode_settings("shared"))
     alone_ratio, path_ratio, bound_ratio = [], [], []
-    for seed in (int(s) for s in args.seeds.split(",")):
+    for seed, stream in generated_streams(args):
         t0 = time.perf_counter()
-        stream = generate_stream(cluster_preset(args.cluster), args.workflows, args.load, args.arrival, seed=seed)
         cp = compile_problem(stream.problem())
         sim, online = Simulator(cp, config, seed), make_scheduler(args.scheduler)
         online.reset(cp, sim.decision_point(), seed)
