@@ -69,6 +69,13 @@ class CPOP(StaticPlanner):
 
     def plan_tasks(self, dp: DecisionPoint, tasks: list[int], lines: list[NodeTimeline], state: PlanState) -> None:
         on_path = self.on_path
+        if self.compiled:
+            pinned = np.full(self.cp.n_tasks, -1, dtype=np.int64)
+            for t in tasks:
+                if t in on_path:
+                    pinned[t] = self._processor(dp, on_path[t])
+            self.plan_by_priority(dp, tasks, lines, state, self.priority, pinned=pinned)
+            return
         for t in ready_first(self.cp, tasks, self.priority):
             start, finish = earliest_finish(dp, lines, t, state.arrival_s(t))
             nd = self._processor(dp, on_path[t]) if t in on_path else -1
