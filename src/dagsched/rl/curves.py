@@ -18,6 +18,13 @@ CURVES = (
     ("teacher_share_learner", "labels from the learner's own rollout"),
     ("bc_loss", "imitation loss"),
 )
+PRIORITY_CURVES = (
+    ("val_sampled_vs_heft", "validation, best of K samples / HEFT"),
+    ("val_sampled_vs_untrained", "validation, learned / untrained sampling"),
+    ("val_greedy_vs_heft", "validation, greedy plan / HEFT"),
+    ("best_sample_vs_heft", "training problems, best sample / HEFT"),
+    ("entropy", "mean entropy of a choice"),
+)
 NODE_RULE_CURVES = (
     ("validation_vs_heft", "validation makespan / HEFT (drl_plan)"),
     ("validation_looked_share", "share of choices completed"),
@@ -37,6 +44,9 @@ def plot_training(meta_path: str | Path, out_png: str | Path) -> list[str]:
     if meta.get("kind") == "node_rule":  # dagsched train-node-rule's record
         curves, title = NODE_RULE_CURVES, "node rule, DAgger on heft_lookahead's labels"
         history = [dict(h, phase="DAgger") for h in meta.get("history", [])]
+    if meta.get("format") == "dagsched-priority-policy":  # dagsched train-priority's record
+        curves = PRIORITY_CURVES
+        history = [dict(h, phase=meta["training"].get("config", {}).get("method", "train")) for h in history]
     if not history:
         raise ValueError(f"{meta_path}: no training history (was it written by dagsched train?)")
     drawn = [(key, label) for key, label in curves if any(key in h for h in history)]
@@ -47,7 +57,7 @@ def plot_training(meta_path: str | Path, out_png: str | Path) -> list[str]:
             if points:
                 xs, ys = zip(*points, strict=True)
                 ax.plot(xs, ys, marker=".", label=phase)
-        if key in ("eval_ratio", "validation_vs_heft"):
+        if key in ("eval_ratio", "validation_vs_heft", "val_sampled_vs_untrained", "val_greedy_vs_heft"):
             ax.axhline(1.0, color="grey", lw=0.8, ls="--")
         ax.set_title(label, fontsize=9)
         ax.set_xlabel("round / iteration")

@@ -14,6 +14,7 @@ from dagsched.schedulers import (  # noqa: F401
     mcts,
     min_min,
     peft,
+    priority_sampling,
     random,
     round_robin,
     sjf,

@@ -85,6 +85,15 @@ def earliest_finish(
     return start, start + dp.cp.exec_s[t]
 
 
+def decode_inputs(dp: DecisionPoint, tasks: list[int], lines: list[NodeTimeline], state: PlanState) -> DecodeInputs:
+    """What the compiled decoder (`sim.listsched`) needs to place `tasks` over `lines` from `state`: the problem's
+    arrays, each task's hosts, avoided node and request at this decision point."""
+    every = np.arange(dp.cp.n_tasks)
+    return DecodeInputs.of(
+        dp.cp, tasks, lines, state.node, state.finish, dp.now, dp.ever_fits(every), dp.avoid_node, dp.requests(every)
+    )
+
+
 def ready_first(cp: CompiledProblem, tasks: list[int], priority: np.ndarray) -> Iterator[int]:
     """`tasks` one at a time from a ready queue, highest `priority` first (CPOP's and PEFT's planning order).
 
@@ -161,12 +170,8 @@ class StaticPlanner(Scheduler):
     def decode_inputs(
         self, dp: DecisionPoint, tasks: list[int], lines: list[NodeTimeline], state: PlanState
     ) -> DecodeInputs:
-        """What the compiled decoder needs to place `tasks` over `lines` from `state`."""
-        every = np.arange(self.cp.n_tasks)
-        return DecodeInputs.of(
-            self.cp, tasks, lines, state.node, state.finish, dp.now, dp.ever_fits(every), dp.avoid_node,
-            dp.requests(every),
-        )  # fmt: skip
+        """What the compiled decoder needs to place `tasks` over `lines` from `state` (`decode_inputs`)."""
+        return decode_inputs(dp, tasks, lines, state)
 
     def assign_decoded(self, lines: list[NodeTimeline], state: PlanState, decoded: Decoded) -> None:
         """Record the decoder's best plan, task by task in the order it placed them (`assign`)."""
