@@ -66,6 +66,8 @@ class PlanChoice:
     names: tuple[str, ...]
     spans: FloatArray
     chosen: int
+    order: tuple[int, ...]
+    """the order the chosen plan placed the tasks in"""
 
 
 @register
@@ -116,7 +118,7 @@ class PrioritySampling(StaticPlanner):
     def prepare(self, cp: CompiledProblem) -> None:
         from dagsched.policy.priority_features import task_features
 
-        self.inputs = task_features(cp, self._classic)
+        self.inputs = task_features(cp, self.classic)
         if self.scores_from == "rank_u":
             scale = self.prior_scale if self.prior_scale is not None else 20.0
             self.score = np.asarray(self.inputs.rank_u / self.inputs.scale_s * scale, dtype=np.float64)
@@ -127,7 +129,7 @@ class PrioritySampling(StaticPlanner):
         self.plans = 0
 
     def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:
-        self._classic = dp.classic
+        self.classic = dp.classic
         super().reset(cp, dp, seed)
         if self.seeds:
             self.cpop = CPOP()
@@ -154,7 +156,7 @@ class PrioritySampling(StaticPlanner):
         names += [f"sample {i}" for i in range(k)]
         out = listsched.decode_many(inputs, np.vstack(rows))
         spans = out.spans
-        best = out
+        best, best_row = out, out.best
         chosen = out.best
         if self.seeds:
             assert self.cpop is not None
@@ -165,8 +167,8 @@ class PrioritySampling(StaticPlanner):
             for label, plan in extra:
                 names.append(label)
                 spans = np.append(spans, plan.spans[0])
-                if plan.spans[0] < best.spans[best.best]:
-                    best, chosen = plan, len(names) - 1
-        self.last = PlanChoice(tuple(names), spans, chosen)
+                if plan.spans[0] < best.spans[best_row]:
+                    best, best_row, chosen = plan, 0, len(names) - 1
+        self.last = PlanChoice(tuple(names), spans, chosen, tuple(best.orders[best_row].tolist()))
         self.plans += 1
         self.assign_decoded(lines, state, best)
