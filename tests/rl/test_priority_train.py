@@ -21,12 +21,12 @@ from dagsched.rl.priority_train import (
     plackett_luce,
     pomo_loss,
     prepare,
-    ready_pairs,
     slim_loss,
     smoke_config,
     train,
 )
 from dagsched.sim import listsched
+from dagsched.sim.listsched import ready_pairs
 
 
 def _linear_extensions(preds: list[list[int]]) -> list[tuple[int, ...]]:

@@ -36,6 +36,7 @@ from dagsched.policy.priority_net import PriorityConfig, PriorityPolicy, save_pr
 from dagsched.rl.priority_curriculum import HELD_OUT, TRAIN_FAMILIES, TRAIN_RECIPES, Draw, draw_problem
 from dagsched.sim import listsched
 from dagsched.sim.config import SimConfig
+from dagsched.sim.listsched import ready_pairs
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,9 @@ class PriorityTrainConfig:
     """Adam learning rate"""
     entropy: float = 0.0
     """weight of the mean per-step entropy bonus"""
+    advantage: Literal["heft", "std"] = "heft"
+    """pomo's advantage unit: HEFT's makespan on the problem, or the samples' standard deviation (each problem's
+    samples then weigh alike however far apart their makespans are)"""
     hidden: int = 64
     """the network's width"""
     layers: int = 3
@@ -111,25 +115,6 @@ class PriorityTrainConfig:
 # ---- the permutation's likelihood -----------------------------------------------------------------------
 
 
-def ready_pairs(orders: np.ndarray, ready_steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For K decodes (orders (K, L), ready steps (K, n)), every (group, task) pair of a task in a ready set:
-    group k * L + i is the ready set of step i of decode k; a task is in it from the step it became ready up to
-    the step it was placed."""
-    k_rows, length = orders.shape
-    n = ready_steps.shape[1]
-    pos = np.empty((k_rows, n), dtype=np.int64)
-    rows = np.arange(k_rows)[:, None]
-    pos[rows, orders] = np.arange(length)[None, :]
-    first = ready_steps[rows, orders]  # (K, L) per placed task, in placing order
-    last = np.broadcast_to(np.arange(length), (k_rows, length))
-    counts = (last - first + 1).ravel()
-    task = np.repeat(orders.ravel(), counts)
-    offset = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    step = np.repeat(first.ravel(), counts) + offset
-    group = np.repeat(np.repeat(np.arange(k_rows), length), counts) * length + step
-    return group, task
-
-
 def plackett_luce(scores: Tensor, orders: np.ndarray, ready_steps: np.ndarray) -> tuple[Tensor, Tensor]:
     """(log-likelihood of each decode's order (K,), mean entropy of the choice per step (K,)) under the
     Plackett-Luce distribution of `scores` over the ready sets: at step i the chosen task has probability
@@ -149,10 +134,10 @@ def plackett_luce(scores: Tensor, orders: np.ndarray, ready_steps: np.ndarray) -
     return logp, ent.view(k_rows, length).mean(dim=1)
 
 
-def pomo_loss(logp: Tensor, spans: np.ndarray, heft_span: float, n_steps: int) -> Tensor:
-    """REINFORCE with the samples' mean makespan as baseline; advantages in units of HEFT's makespan, the sum of
-    log-probabilities per step (sizes weigh alike)."""
-    adv = torch.from_numpy((spans.mean() - spans) / max(heft_span, 1e-12))
+def pomo_loss(logp: Tensor, spans: np.ndarray, unit: float, n_steps: int) -> Tensor:
+    """REINFORCE with the samples' mean makespan as baseline; advantages in `unit`s (HEFT's makespan, or the samples'
+    standard deviation), the sum of log-probabilities per step (sizes weigh alike)."""
+    adv = torch.from_numpy((spans.mean() - spans) / max(unit, 1e-12))
     return -(adv * logp).mean() / n_steps
 
 
@@ -267,7 +252,8 @@ def train(cfg: PriorityTrainConfig, report: Any = None) -> tuple[PriorityPolicy,
             logp, ent = plackett_luce(scores, out.orders, out.ready_steps)
             n_steps = out.orders.shape[1]
             if cfg.method == "pomo":
-                loss = pomo_loss(logp, out.spans, p.heft_span, n_steps)
+                unit = p.heft_span if cfg.advantage == "heft" else float(out.spans.std())
+                loss = pomo_loss(logp, out.spans, unit, n_steps)
             else:
                 loss = slim_loss(logp, out.spans, n_steps)
             loss = (loss - cfg.entropy * ent.mean()) / cfg.batch

@@ -6,7 +6,8 @@ samples over HEFT on problems drawn from the training distribution) every `eval_
 stops the worse half at each rung. One trial at a time on one CPU (the machine is shared). Prints the
 table docs/policy.md quotes and writes it as JSON:
 
-    python -m dagsched.rl.priority_tune --trials 12 --out docs/results/priority-tune.json
+    python -m dagsched.rl.priority_tune --trials 14 --iterations 1200 --eval-every 150 --cpu-budget-s 300 \
+        --out docs/results/priority-tune.json
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ SPACE = {
     "samples": [8, 16, 32],
     "entropy": [0.0, 0.01],
     "hidden": [32, 64],
+    "advantage": ["heft", "std"],
 }
 
 
@@ -37,7 +39,7 @@ def _trial(params: dict[str, Any]) -> None:
         iterations=params["iterations"],
         stages=(30, 100, 300),
         eval_every=params["eval_every"],
-        eval_problems=16,
+        eval_problems=params["eval_problems"],
         cpu_budget_s=params["cpu_budget_s"],
         out_dir=params["out_dir"],
         name="trial",
@@ -57,6 +59,7 @@ def main() -> None:
     ap.add_argument("--eval-every", type=int, default=30)
     ap.add_argument("--cpu-budget-s", type=float, default=240.0, help="per trial")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--eval-problems", type=int, default=32)
     ap.add_argument("--out", default="docs/results/priority-tune.json")
     args = ap.parse_args()
 
@@ -71,6 +74,7 @@ def main() -> None:
             seed=args.seed,
             iterations=args.iterations,
             eval_every=args.eval_every,
+            eval_problems=args.eval_problems,
             cpu_budget_s=args.cpu_budget_s,
             out_dir=runs,
         )
@@ -106,7 +110,7 @@ def main() -> None:
         "| method | lr | K | entropy | width | validations | iterations | sampled / HEFT | sampled / untrained |"
         " greedy / HEFT | CPU s |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         f = lambda v: "-" if v is None else f"{v:.4f}"  # noqa: E731
         print(

@@ -552,3 +552,19 @@ def decode(
 ) -> Decoded:
     """One decode of `priority` (n_tasks,)."""
     return decode_many(inputs, np.asarray(priority, dtype=np.float64)[None, :], node_bias, pinned)
+
+
+def ready_pairs(orders: IntArray, ready_steps: IntArray) -> tuple[IntArray, IntArray]:
+    """For K decodes (orders (K, L), ready steps (K, n)), every (group, task) pair of a task in a ready set:
+    group k * L + i is the ready set of step i of decode k; a task is in it from the step it became ready up to
+    the step it was placed."""
+    k_rows, length = orders.shape
+    rows = np.arange(k_rows)[:, None]
+    first = ready_steps[rows, orders]  # (K, L) per placed task, in placing order
+    last = np.broadcast_to(np.arange(length), (k_rows, length))
+    counts = (last - first + 1).ravel()
+    task = np.repeat(orders.ravel(), counts)
+    offset = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    step = np.repeat(first.ravel(), counts) + offset
+    group = np.repeat(np.repeat(np.arange(k_rows), length), counts) * length + step
+    return np.asarray(group, dtype=np.int64), np.asarray(task, dtype=np.int64)
