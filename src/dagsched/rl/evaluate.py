@@ -84,7 +84,8 @@ def family_report(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             ratios = [per["drl_step"][k]["makespan"] / heur[best][k]["makespan"] for k in keys]
             entry["best_heuristic"] = best
             entry["ratio_of_means"] = float(
-                np.mean([per["drl_step"][k]["makespan"] for k in keys]) / np.mean([heur[best][k]["makespan"] for k in keys])
+                np.mean([per["drl_step"][k]["makespan"] for k in keys])
+                / np.mean([heur[best][k]["makespan"] for k in keys])
             )
             entry["ratio_paired"] = _ci(ratios)
         out.append(entry)
