@@ -4,7 +4,7 @@ A config is validated as a whole before it replaces the live one: a rule outside
 expression language, an unknown scheduler or a bad number leaves the old config serving
 and the error names the field (`rules.gpu: ...`).
 
-    default_scheduler: drl          # the learned planner: never a longer plan than HEFT's on predictions (docs/service.md)
+    default_scheduler: drl          # the learned planner: never a longer plan than HEFT's (docs/service.md)
     temperature: 0                  # drl_step policies only: 0 greedy, > 0 sample the softmax at this temperature
     decision_deadline_ms: 1500      # one decision of the learned policy slower than this -> HEFT (drl plans in one)
     rules:                          # hard constraints, all must hold for a (node, task) pair
