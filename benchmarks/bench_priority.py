@@ -24,6 +24,7 @@ mcts on a subset (at equal time: drl with the measured time of each searcher as 
 forward pass's p50/p99, one decode, a whole plan at 1,000 tasks x 100 nodes, beside HEFT's plan.
 
     .venv/bin/python benchmarks/bench_priority.py --sets literature,ours,cloud --seeds 10 --k 64
+    .venv/bin/python benchmarks/bench_priority.py --sets literature,ours --seeds 5 --first-seed 101 --policy STEM
     .venv/bin/python benchmarks/bench_priority.py --speed
     .venv/bin/python benchmarks/bench_priority.py --curve --seeds 10
 """
@@ -63,11 +64,11 @@ class Case:
     runs: dict[str, tuple[float, float]] = field(default_factory=dict)  # scheduler -> (makespan, plan seconds)
 
 
-def literature_cases(seeds: int) -> list[Case]:
+def literature_cases(seeds: int, first: int = 1) -> list[Case]:
     from dagsched.generate.literature import SHAPES, literature_problem
 
     out = []
-    for seed in range(1, seeds + 1):
+    for seed in range(first, first + seeds):
         for shape in SHAPES:
             for ccr in CCRS:
                 rng = np.random.default_rng([seed, SHAPES.index(shape), CCRS.index(ccr)])
@@ -90,11 +91,11 @@ def _held_out_workflow(source: str, n: int, seed: int, ccr: float) -> Any:
     return generate_workflow(source, n, seed, ccr=ccr, bandwidth=BANDWIDTH)
 
 
-def ours_cases(seeds: int) -> list[Case]:
+def ours_cases(seeds: int, first: int = 1) -> list[Case]:
     from dagsched.rl.priority_curriculum import training_cluster
 
     out = []
-    for seed in range(1, seeds + 1):
+    for seed in range(first, first + seeds):
         for source in OURS:
             for ccr in (0.1, 1.0, 10.0):
                 rng = np.random.default_rng([seed, OURS.index(source), int(ccr * 10), 7])
@@ -108,11 +109,11 @@ def ours_cases(seeds: int) -> list[Case]:
     return out
 
 
-def cloud_cases(seeds: int) -> list[Case]:
+def cloud_cases(seeds: int, first: int = 1) -> list[Case]:
     from dagsched.generate import cluster_preset
 
     out = []
-    for seed in range(1, seeds + 1):
+    for seed in range(first, first + seeds):
         for cluster in ("small-3", "homog-8", "hetero-16", "large-100"):
             for source in OURS:
                 rng = np.random.default_rng([seed, OURS.index(source), len(cluster), 11])
@@ -249,13 +250,17 @@ def speed(policy_path: str | None) -> None:
             t0 = time.perf_counter()
             listsched.decode(dec, inputs.rank_u)
             decode.append(time.perf_counter() - t0)
-        heft_python, heft_compiled, plan = [], [], []
+        heft_python, heft_compiled, plan, run_python, run_compiled = [], [], [], [], []
         for _ in range(3):
             h = make_scheduler("heft")
             h.compiled = False  # type: ignore[attr-defined]
+            t0 = time.perf_counter()
             r = simulate(cp, h, config)
+            run_python.append(time.perf_counter() - t0)
             heft_python.append(r.trace.decision_latency_s[0])
+            t0 = time.perf_counter()
             r = simulate(cp, "heft", config)
+            run_compiled.append(time.perf_counter() - t0)
             heft_compiled.append(r.trace.decision_latency_s[0])
             s = PrioritySampling(policy=policy)
             t0 = time.perf_counter()
@@ -270,7 +275,10 @@ def speed(policy_path: str | None) -> None:
             f" forward p50 {p(forward, 50) * 1e3:.1f} ms p99 {p(forward, 99) * 1e3:.1f} ms; features + forward p99 "
             f"{p(np.add(feats, forward), 99) * 1e3:.1f} ms; one decode median {np.median(decode) * 1e3:.2f} ms; HEFT's "
             f"plan (first decision) Python {np.median(heft_python) * 1e3:.0f} ms, compiled "
-            f"{np.median(heft_compiled) * 1e3:.1f} ms ({np.median(heft_python) / np.median(decode):.0f} x one decode);"
+            f"{np.median(heft_compiled) * 1e3:.1f} ms ({np.median(heft_python) / np.median(decode):.0f} x one decode); "
+            f"HEFT's whole run (simulate) Python {np.median(run_python):.3f} s, compiled "
+            f"{np.median(run_compiled):.3f} s "
+            f"({np.median(run_python) / np.median(decode):.0f} x one decode);"
             f" drl's whole plan (features, forward, {s.n_samples(cp.n_tasks) if s.plans == 0 else 'K'} samples and "
             f"the classic plans) median {np.median(plan):.3f} s"
         )
@@ -324,6 +332,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sets", default="literature,ours,cloud")
     ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--first-seed", type=int, default=1, help="seeds FIRST..FIRST+SEEDS-1 (model selection: 101)")
     ap.add_argument("--k", type=int, default=64, help="K of the same-K ablation")
     ap.add_argument("--policy", default=None, help="priority policy stem (default: the shipped one)")
     ap.add_argument("--speed", action="store_true")
@@ -346,14 +355,15 @@ def main() -> None:
     ]
     builders = {"literature": literature_cases, "ours": ours_cases, "cloud": cloud_cases}
     for s in args.sets.split(","):
-        cases = builders[s](args.seeds)
+        cases = builders[s](args.seeds, args.first_seed)
         t0 = time.time()
         for c in cases:
             for name, mk in make.items():
                 if s == "cloud" and name == "drl@1s" and c.config.noise_cv > 0:
                     continue
                 run(c, name, mk)
-        print(f"\n===== {s}: {len(cases)} problems, seeds 1..{args.seeds} ({time.time() - t0:.0f} s)")
+        last = args.first_seed + args.seeds - 1
+        print(f"\n===== {s}: {len(cases)} problems, seeds {args.first_seed}..{last} ({time.time() - t0:.0f} s)")
         if s == "cloud":
             for noise in ("none", "cv0.2"):
                 sub = [c for c in cases if c.group["noise"] == noise]
