@@ -106,18 +106,24 @@ def main() -> None:
     rows.sort(key=lambda r: (r["val_sampled_vs_heft"] is None, r["val_sampled_vs_heft"] or 0.0))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"space": SPACE, "args": vars(args), "trials": rows}, indent=2) + "\n")
-    print(
-        "| method | lr | K | entropy | width | validations | iterations | sampled / HEFT | sampled / untrained |"
-        " greedy / HEFT | CPU s |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print(table(rows))
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """The trials as the markdown table docs/planner.md quotes."""
+    out = [
+        "| method | advantage | lr | K | entropy | width | validations | iterations | sampled / HEFT "
+        "| sampled / untrained | greedy / HEFT | CPU s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         f = lambda v: "-" if v is None else f"{v:.4f}"  # noqa: E731
-        print(
-            f"| {r['method']} | {r['lr']:g} | {r['samples']} | {r['entropy']:g} | {r['hidden']} | {r['reports']} | "
-            f"{r['iterations']} | {f(r['val_sampled_vs_heft'])} | {f(r['val_sampled_vs_untrained'])} | "
-            f"{f(r['val_greedy_vs_heft'])} | {r['cpu_s'] and round(r['cpu_s'])} |"
+        out.append(
+            f"| {r['method']} | {r['advantage']} | {r['lr']:g} | {r['samples']} | {r['entropy']:g} | {r['hidden']} | "
+            f"{r['reports']} | {r['iterations']} | {f(r['val_sampled_vs_heft'])} | {f(r['val_sampled_vs_untrained'])} "
+            f"| {f(r['val_greedy_vs_heft'])} | {r['cpu_s'] and round(r['cpu_s'])} |"
         )
+    return "\n".join(out)
 
 
 if __name__ == "__main__":
