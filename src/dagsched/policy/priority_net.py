@@ -99,12 +99,16 @@ class PriorityPolicy(nn.Module):
         self.register_buffer("prior_cols", torch.tensor(prior_columns(), dtype=torch.long), persistent=False)
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        return self.forward_parts(x, edge_index)[0]
+
+    def forward_parts(self, x: Tensor, edge_index: Tensor) -> tuple[Tensor, Tensor]:
+        """(scores, the learned part of them: the head's output, which the prior's linear ranks are added to)."""
         h = self.encoder(x)
         rev = edge_index.flip(0)
         for down, up, mix in zip(self.down, self.up, self.mix, strict=True):
             h = h + torch.relu(mix(torch.cat([down(h, edge_index), up(h, rev)], dim=1)))
-        prior_x = x.index_select(1, self.prior_cols)
-        return self.head(h).squeeze(-1) + self.prior(prior_x).squeeze(-1)
+        learned = self.head(h).squeeze(-1)
+        return learned + self.prior(x.index_select(1, self.prior_cols)).squeeze(-1), learned
 
     def scores(self, inputs: PriorityInputs) -> np.ndarray:
         """The scores of one problem's tasks as float64 (inference: no gradient)."""
