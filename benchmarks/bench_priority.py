@@ -300,7 +300,7 @@ def curve(seeds: int, policy_path: str | None) -> None:
     policy = load_cached_priority_policy(policy_path)
     cases = [c for c in literature_cases(seeds) + ours_cases(seeds) if 20 <= c.cp.n_tasks <= 100]
     rng = np.random.default_rng(0)
-    cases = [cases[i] for i in sorted(rng.choice(len(cases), size=min(len(cases), 6 * seeds), replace=False))]
+    cases = [cases[i] for i in sorted(rng.choice(len(cases), size=min(len(cases), 4 * seeds), replace=False))]
     searchers: dict[str, Callable[[], Scheduler]] = {
         "heft_lookahead": lambda: make_scheduler("heft_lookahead"),
         "tabu": lambda: make_scheduler("tabu"),
