@@ -323,12 +323,18 @@ def curve(seeds: int, policy_path: str | None) -> None:
         for k in (0, 4, 16, 64, 256, 1024):
             run(c, f"drl K={k}", lambda k=k: PrioritySampling(policy=policy, samples=k))
             run(c, f"rank_u K={k}", lambda k=k: PrioritySampling(scores="rank_u", samples=k))
+        # the cross-entropy rounds' share: the same K drawn in one round
+        run(c, "drl K=256, 1 round", lambda: PrioritySampling(policy=policy, samples=256, rounds=1))
+        run(c, "rank_u K=256, 1 round", lambda: PrioritySampling(scores="rank_u", samples=256, rounds=1))
     heft = np.array([c.runs["heft"][0] for c in cases])
     print(f"\nquality against time per plan: {len(cases)} held-out problems of 20 to 100 tasks (classic)")
     for name in [n for n in cases[0].runs if n != "heft"]:
         r = np.array([c.runs[name][0] for c in cases]) / heft
         secs = np.array([c.runs[name][1] for c in cases])
         print(f"  {name:24s} / HEFT {_ci(r):28s} median plan time {np.median(secs):8.4f} s")
+    for a, b in (("drl K=256", "drl K=256, 1 round"), ("drl K=256", "rank_u K=256"), ("drl K=1024", "rank_u K=1024")):
+        r = np.array([c.runs[a][0] / c.runs[b][0] for c in cases])
+        print(f"  paired {a}/{b}: {_ci(r)}")
     for name in searchers:
         r = np.array([c.runs[f"drl={name}"][0] / c.runs[name][0] for c in cases])
         wtl = f"{(r < 1 - 1e-9).sum()}/{(abs(r - 1) <= 1e-9).sum()}/{(r > 1 + 1e-9).sum()}"
