@@ -291,14 +291,14 @@ def speed(policy_path: str | None) -> None:
         )
 
 
-def curve(seeds: int, policy_path: str | None) -> None:
+def curve(seeds: int, first: int, policy_path: str | None) -> None:
     """Quality against time per plan on held-out problems of 20 to 100 tasks (literature and ours, classic)."""
     from dagsched.policy.priority_net import load_cached_priority_policy
     from dagsched.schedulers.mcts import MCTS, MCTSUCT, MCTSConfig
     from dagsched.schedulers.priority_sampling import PrioritySampling
 
     policy = load_cached_priority_policy(policy_path)
-    cases = [c for c in literature_cases(seeds) + ours_cases(seeds) if 20 <= c.cp.n_tasks <= 100]
+    cases = [c for c in literature_cases(seeds, first) + ours_cases(seeds, first) if 20 <= c.cp.n_tasks <= 100]
     rng = np.random.default_rng(0)
     cases = [cases[i] for i in sorted(rng.choice(len(cases), size=min(len(cases), 4 * seeds), replace=False))]
     searchers: dict[str, Callable[[], Scheduler]] = {
@@ -355,7 +355,7 @@ def main() -> None:
         speed(args.policy)
         return
     if args.curve:
-        curve(args.seeds, args.policy)
+        curve(args.seeds, args.first_seed, args.policy)
         return
     make = makers(args.policy, args.k)
     names = list(make)
