@@ -25,25 +25,29 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, ClassVar, overload
+from typing import Any, ClassVar, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from dagsched.model.compiled import EPS, CompiledProblem
 from dagsched.sim import kernels
+from dagsched.sim.config import SimConfig
 from dagsched.sim.slots import Timelines
+from dagsched.sim.state import DONE, READY, RUNNING, WAITING, BoolArray, FloatArray, IntArray, SimState
+from dagsched.sim.trace import Attempt
 
-if TYPE_CHECKING:
-    from dagsched.sim.config import SimConfig
-    from dagsched.sim.engine import Simulator
-    from dagsched.sim.trace import Attempt
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
-
-WAITING, READY, RUNNING, DONE = 0, 1, 2, 3
+__all__ = [
+    "DONE",
+    "READY",
+    "RUNNING",
+    "WAITING",
+    "Attempts",
+    "Decision",
+    "DecisionPoint",
+    "Scheduler",
+    "StaleDecisionPoint",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,40 +97,79 @@ class DecisionPoint:
     `StaleDecisionPoint` instead.
     """
 
-    status: npt.NDArray[np.int8]
-    node_of: IntArray
-    start_s: FloatArray
-    finish_s: FloatArray
-    free: FloatArray
-    cap: FloatArray
-    node_up: BoolArray
-    node_available_s: FloatArray
-    slow_factor: FloatArray
-    avoid_node: IntArray
-    submitted: BoolArray
-    """the simulator's state arrays as views that cannot be written (made once per run)"""
-
-    cp: CompiledProblem
-    config: SimConfig
-    classic: bool
     _arrival: FloatArray | None = None
     _legal: BoolArray | None = None
     _wake: float | None = None
 
-    def __new__(cls, sim: Simulator) -> DecisionPoint:
-        # one per decision, paid in the engine's loop: what is fixed for the run (problem, config, views,
-        # forwarded read calls) lives as class attributes of a subclass the simulator made once
-        # (`Simulator.decision_point_class`), so making one sets only what changes
-        if cls is DecisionPoint:
-            cls = sim.decision_point_class()
-        return object.__new__(cls)
-
-    def __init__(self, sim: Simulator) -> None:
+    def __init__(self, sim: SimState) -> None:
         self._sim = sim
         self._epoch = sim.epoch
         self.now: float = sim.now
         self.n_done: int = sim.n_done
         self.done: bool = self.n_done == sim._n_tasks
+
+    # ---- what is fixed for the run, and the state arrays as views that cannot be written -----------------
+
+    @property
+    def cp(self) -> CompiledProblem:
+        return self._sim.cp
+
+    @property
+    def config(self) -> SimConfig:
+        return self._sim.config
+
+    @property
+    def classic(self) -> bool:
+        return self._sim.classic
+
+    @property
+    def status(self) -> npt.NDArray[np.int8]:
+        """Each task's WAITING, READY, RUNNING or DONE."""
+        return self._sim.read_only_views().status
+
+    @property
+    def node_of(self) -> IntArray:
+        """The node each task is placed on (-1: none)."""
+        return self._sim.read_only_views().node_of
+
+    @property
+    def start_s(self) -> FloatArray:
+        return self._sim.read_only_views().start_s
+
+    @property
+    def finish_s(self) -> FloatArray:
+        return self._sim.read_only_views().finish_s
+
+    @property
+    def free(self) -> FloatArray:
+        """Each node's free room now, (m, 3): cpu, mem GiB, gpu."""
+        return self._sim.read_only_views().free
+
+    @property
+    def cap(self) -> FloatArray:
+        return self._sim.read_only_views().cap
+
+    @property
+    def node_up(self) -> BoolArray:
+        return self._sim.read_only_views().node_up
+
+    @property
+    def node_available_s(self) -> FloatArray:
+        """When each up node takes tasks (its boot ends)."""
+        return self._sim.read_only_views().node_available_s
+
+    @property
+    def slow_factor(self) -> FloatArray:
+        return self._sim.read_only_views().slow_factor
+
+    @property
+    def avoid_node(self) -> IntArray:
+        """The node each task overran on and is migrated away from (-1: none)."""
+        return self._sim.read_only_views().avoid_node
+
+    @property
+    def submitted(self) -> BoolArray:
+        return self._sim.read_only_views().submitted
 
     def _check_fresh(self) -> None:
         if self._sim.epoch != self._epoch:
@@ -157,10 +200,7 @@ class DecisionPoint:
     def attempts(self) -> Attempts:
         return Attempts(self._sim.trace.attempts)
 
-    # ---- the state, as the simulator's own read calls ------------------------------------------
-    # Each instance's class carries the simulator's bound methods under these names (`engine._FORWARDED`, in
-    # `Simulator.decision_point_class`), so a call skips this layer; the definitions below say what each is,
-    # for readers and mypy, and are what runs on the base class (tests check both give the same answer).
+    # ---- the state, through the simulator's own read calls ------------------------------------------
 
     def ready_tasks(self) -> list[int]:
         """Ready tasks, ascending (a list of ints)."""
@@ -224,8 +264,10 @@ class DecisionPoint:
         """(k, m) pairs that could start now given `free` (default the live room), and the next data arrival."""
         return self._sim.startable(tasks, free)
 
-    def fork(self) -> Simulator:
-        """A simulator of its own that rolls forward from here on predicted runtimes only (for search)."""
+    def fork(self) -> Any:
+        """A simulator of its own (`dagsched.sim.engine.Simulator`) that rolls forward from here on predicted
+        runtimes only (for search). Typed loosely: the engine is built on this module, so naming its class here
+        would point an import back up; callers annotate it (`fork: Simulator = dp.fork()`)."""
         return self._sim.fork()
 
     # ---- the legality grids -------------------------------------------------------------------------
