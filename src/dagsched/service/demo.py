@@ -5,7 +5,7 @@
 Each round plans a generated workflow (the four topology families, 10 to 40 tasks) on the
 16-node `hetero-16` cluster with some capacity in use, alternating the learned policy (`drl`, named:
 the service's default is HEFT, see docs/policy.md) and HEFT, calls the Kubernetes extender once, and
-prints one line per plan.
+prints one line per plan; it ends with the address of the dashboard, which now shows them.
 """
 
 from __future__ import annotations
@@ -105,6 +105,7 @@ def main(argv: list[str] | None = None) -> None:
             first = plan["assignments"][0]
             client.post("/v1/k8s/prioritize", json=extender_args(nodes, plan["workflow"], first["task"]))
         print(f"plans stored; see {args.url}/v1/decisions, {args.url}/v1/metrics and {args.url}/docs")
+    print(f"dashboard: {args.url.rstrip('/')}/ui/")
 
 
 if __name__ == "__main__":
