@@ -18,8 +18,11 @@ engine's time, full collections walking the millions of objects just unpickled (
 for the same engine); the engine still pays for the garbage it makes itself.
 Then: a 1,000-task random layered DAG on `large-100` replaying HEFT's plan, HEFT's planning time, and
 whole runs per scheduler.
+`--whole-runs heft,fcfs,...` also runs those schedulers whole (engine and decisions) on a stream of
+`--whole-run-tasks` tasks, this tree and the baseline alternated per round; `--streams-only` stops there.
 Run: .venv/bin/python benchmarks/bench_sim.py [--repeats N] [--sizes 1000,10000,100000,1000000]
-     [--baseline REV | --baseline none] [--baseline-max-tasks N] [--rounds N]
+     [--baseline REV | --baseline none] [--baseline-max-tasks N] [--rounds N] [--whole-runs NAMES]
+     [--whole-run-tasks N] [--streams-only]
 """
 
 from __future__ import annotations
@@ -298,6 +301,7 @@ def main() -> None:
         "--whole-runs", default="", help="schedulers run whole on a stream, side by side with the baseline"
     )
     parser.add_argument("--whole-run-tasks", type=int, default=2000, help="stream size of --whole-runs")
+    parser.add_argument("--streams-only", action="store_true", help="stop after the side-by-side measurements")
     args = parser.parse_args()
     if args.engine_only is not None:  # the child process of `engine_scaling` and `whole_runs`
         if args.whole_run:
@@ -308,6 +312,8 @@ def main() -> None:
     if args.whole_runs:
         baseline = None if args.baseline == "none" else args.baseline
         whole_runs(args.whole_runs.split(","), args.whole_run_tasks, baseline, args.repeats, args.rounds)
+    if args.streams_only:
+        return
     if args.sizes:
         baseline = None if args.baseline == "none" else args.baseline
         sizes = [int(x) for x in args.sizes.split(",")]
