@@ -16,6 +16,9 @@ noise of running attempts stay inside the simulator). The scheduler answers with
 
 `Scheduler` is the one interface: `reset` once per run with the view at time 0, `decide` at each
 decision point. The registry that finds schedulers by name lives with them, in `dagsched.schedulers`.
+
+A decision point reads the run through its state (`dagsched.sim.state.SimState`: the arrays and the queries);
+the engine is built on this module, never the other way round.
 """
 
 from __future__ import annotations
