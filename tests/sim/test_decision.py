@@ -1,5 +1,6 @@
-"""The decision point hands on the simulator's read calls: each of its read calls gives the simulator's own answer
-at every decision of a run."""
+"""The decision point hands on the simulator's read calls as they are: every forwarded name is a documented
+DecisionPoint method, a run's decision points carry the state's own bound calls and views, and the bound call and
+the base class's method give the same answers at every decision of a run."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from dagsched.generate.streams import generate_stream
 from dagsched.model import Problem, compile_problem
 from dagsched.model.compiled import task_work
 from dagsched.sim.config import SimConfig
-from dagsched.sim.decision import DONE, Decision, StaleDecisionPoint
+from dagsched.sim.decision import DONE, FORWARDED, Decision, DecisionPoint, StaleDecisionPoint
 from dagsched.sim.engine import Simulator
 
 
@@ -27,7 +28,8 @@ def _same(a: Any, b: Any) -> bool:
     return np.array_equal(np.asarray(a), np.asarray(b))
 
 
-def test_read_calls_give_the_simulators_answers() -> None:
+def test_forwarded_calls_are_the_methods_they_stand_for() -> None:
+    assert all(callable(getattr(DecisionPoint, name, None)) for name in FORWARDED)
     cp = compile_problem(
         Problem(workflows=[generate_workflow("layered", 30, seed=1, ccr=1.0)], cluster=cluster_preset("hetero-16"))
     )
@@ -52,8 +54,17 @@ def test_read_calls_give_the_simulators_answers() -> None:
         }
         if dp.running:
             calls["predicted_end_s"] = (dp.running[0],)
+        assert set(calls) <= set(FORWARDED) and len(FORWARDED) == 12
+        base = DecisionPoint(sim)  # the base class: properties and one-line calls
+        assert type(dp) is not DecisionPoint and type(base) is DecisionPoint
         for name, args in calls.items():
-            assert _same(getattr(dp, name)(*args), getattr(sim, name)(*args)), name
+            assert getattr(dp, name).__self__ is sim  # the simulator's own bound call
+            assert _same(getattr(dp, name)(*args), getattr(DecisionPoint, name)(dp, *args)), name
+            assert _same(getattr(base, name)(*args), getattr(sim, name)(*args)), name
+        for name in ("status", "node_of", "start_s", "finish_s", "free", "cap", "node_up", "node_available_s"):
+            assert np.array_equal(getattr(dp, name), getattr(base, name), equal_nan=True), name
+            assert np.shares_memory(getattr(dp, name), getattr(sim, name)), name
+            assert not getattr(base, name).flags.writeable
         checked += 1
         sim.apply(Decision(dp.pairs()[:1]))  # one start per decision: many decision points
     assert checked > 5

@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from dagsched.model.compiled import CompiledProblem
 from dagsched.sim.config import SimConfig
-from dagsched.sim.decision import Decision, DecisionPoint, Scheduler
+from dagsched.sim.decision import Decision, DecisionPoint, Scheduler, run_class
 from dagsched.sim.network import Flow
 from dagsched.sim.state import (
     CLASSIC_REQUEST,
@@ -74,6 +74,7 @@ class Simulator(SimState):
     _open_outage: dict[int, float] = fresh(dict)
     _open_slowdown: dict[int, tuple[float, float]] = fresh(dict)
     n_decisions: int = fresh(int)
+    _dp_class: type[DecisionPoint] | None = fresh(lambda: None)  # this run's decision points (`run_class`)
 
     def __init__(self, cp: CompiledProblem, config: SimConfig | None = None, seed: int = 0) -> None:
         SimState.__init__(self, cp, config, seed)
@@ -378,7 +379,10 @@ class Simulator(SimState):
     def decision_point(self) -> DecisionPoint:
         """The read-only view of now, with the shared decision rules (nothing advances); tasks deferred at this
         instant are left out of its ready set (its wake instant still counts them)."""
-        dp = DecisionPoint(self)
+        cls = self._dp_class
+        if cls is None:
+            cls = self._dp_class = run_class(self)
+        dp = cls(self)
         if self.deferred:
             dp = dp.without(np.array(sorted(self.deferred), dtype=np.int64))
         return dp
