@@ -309,15 +309,14 @@ def main() -> None:
         else:
             print(json.dumps(engine_events_per_s(args.engine_only, args.repeats, args.read_ready)))
         return
+    baseline = None if args.baseline == "none" else args.baseline
+    if args.sizes:
+        sizes = [int(x) for x in args.sizes.split(",")]
+        engine_scaling(sizes, baseline, args.repeats, args.baseline_max_tasks, args.rounds)
     if args.whole_runs:
-        baseline = None if args.baseline == "none" else args.baseline
         whole_runs(args.whole_runs.split(","), args.whole_run_tasks, baseline, args.repeats, args.rounds)
     if args.streams_only:
         return
-    if args.sizes:
-        baseline = None if args.baseline == "none" else args.baseline
-        sizes = [int(x) for x in args.sizes.split(",")]
-        engine_scaling(sizes, baseline, args.repeats, args.baseline_max_tasks, args.rounds)
     wf = generate_workflow("random", args.tasks, seed=1)
     cp = compile_problem(Problem(workflows=[wf], cluster=cluster_preset("large-100")))
     print(f"workload: {cp.n_tasks} tasks, {len(cp.succ_idx)} edges, {cp.n_nodes} nodes; {args.repeats} repeats\n")

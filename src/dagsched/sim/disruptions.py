@@ -50,12 +50,11 @@ class Disruptions:
         """The run's streams from its seed (the same for every scheduler)."""
         noise_seq, retry_seq, fail_seq, slow_seq = np.random.SeedSequence(seed).spawn(4)
         cv = config.noise_cv
+        sigma2 = float(np.log1p(cv * cv))
         if cv > 0 and not config.classic:
-            sigma2 = np.log1p(cv * cv)
             noise = np.random.default_rng(noise_seq).lognormal(-sigma2 / 2, np.sqrt(sigma2), size=n_tasks)
         else:
             noise = np.ones(n_tasks)
-        sigma2 = float(np.log1p(cv * cv))
         rate = config.straggler_rate_per_h
         return cls(
             first_noise=noise.tolist(),
