@@ -55,16 +55,13 @@ def test_forwarded_calls_are_the_methods_they_stand_for() -> None:
         if dp.running:
             calls["predicted_end_s"] = (dp.running[0],)
         assert set(calls) <= set(FORWARDED) and len(FORWARDED) == 12
-        base = DecisionPoint(sim)  # the base class: properties and one-line calls
-        assert type(dp) is not DecisionPoint and type(base) is DecisionPoint
+        assert type(DecisionPoint(sim)) is type(dp) is not DecisionPoint  # the run's subclass, made once
         for name, args in calls.items():
             assert getattr(dp, name).__self__ is sim  # the simulator's own bound call
             assert _same(getattr(dp, name)(*args), getattr(DecisionPoint, name)(dp, *args)), name
-            assert _same(getattr(base, name)(*args), getattr(sim, name)(*args)), name
         for name in ("status", "node_of", "start_s", "finish_s", "free", "cap", "node_up", "node_available_s"):
-            assert np.array_equal(getattr(dp, name), getattr(base, name), equal_nan=True), name
-            assert np.shares_memory(getattr(dp, name), getattr(sim, name)), name
-            assert not getattr(base, name).flags.writeable
+            view = getattr(dp, name)  # the state's array, as a view that cannot be written
+            assert np.shares_memory(view, getattr(sim, name)) and not view.flags.writeable, name
         checked += 1
         sim.apply(Decision(dp.pairs()[:1]))  # one start per decision: many decision points
     assert checked > 5

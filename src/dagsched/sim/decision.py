@@ -28,7 +28,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cached_property
-from typing import Any, ClassVar, overload
+from typing import Any, ClassVar, cast, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -119,9 +119,32 @@ class DecisionPoint:
     `StaleDecisionPoint` instead.
     """
 
+    status: npt.NDArray[np.int8]
+    node_of: IntArray
+    start_s: FloatArray
+    finish_s: FloatArray
+    free: FloatArray
+    cap: FloatArray
+    node_up: BoolArray
+    node_available_s: FloatArray
+    slow_factor: FloatArray
+    avoid_node: IntArray
+    submitted: BoolArray
+    """the simulator's state arrays as views that cannot be written (made once per run)"""
+
+    cp: CompiledProblem
+    config: SimConfig
+    classic: bool
     _arrival: FloatArray | None = None
     _legal: BoolArray | None = None
     _wake: float | None = None
+
+    def __new__(cls, sim: SimState) -> DecisionPoint:
+        # what is fixed for the run (problem, config, views, forwarded read calls) lives as class attributes of
+        # the run's subclass (`run_class`), so making one sets only what changes
+        if cls is DecisionPoint:
+            cls = run_class(sim)
+        return object.__new__(cls)
 
     def __init__(self, sim: SimState) -> None:
         self._sim = sim
@@ -129,69 +152,6 @@ class DecisionPoint:
         self.now: float = sim.now
         self.n_done: int = sim.n_done
         self.done: bool = self.n_done == sim._n_tasks
-
-    # ---- what is fixed for the run, and the state arrays as views that cannot be written -----------------
-
-    @property
-    def cp(self) -> CompiledProblem:
-        return self._sim.cp
-
-    @property
-    def config(self) -> SimConfig:
-        return self._sim.config
-
-    @property
-    def classic(self) -> bool:
-        return self._sim.classic
-
-    @property
-    def status(self) -> npt.NDArray[np.int8]:
-        """Each task's WAITING, READY, RUNNING or DONE."""
-        return self._sim.read_only_views().status
-
-    @property
-    def node_of(self) -> IntArray:
-        """The node each task is placed on (-1: none)."""
-        return self._sim.read_only_views().node_of
-
-    @property
-    def start_s(self) -> FloatArray:
-        return self._sim.read_only_views().start_s
-
-    @property
-    def finish_s(self) -> FloatArray:
-        return self._sim.read_only_views().finish_s
-
-    @property
-    def free(self) -> FloatArray:
-        """Each node's free room now, (m, 3): cpu, mem GiB, gpu."""
-        return self._sim.read_only_views().free
-
-    @property
-    def cap(self) -> FloatArray:
-        return self._sim.read_only_views().cap
-
-    @property
-    def node_up(self) -> BoolArray:
-        return self._sim.read_only_views().node_up
-
-    @property
-    def node_available_s(self) -> FloatArray:
-        """When each up node takes tasks (its boot ends)."""
-        return self._sim.read_only_views().node_available_s
-
-    @property
-    def slow_factor(self) -> FloatArray:
-        return self._sim.read_only_views().slow_factor
-
-    @property
-    def avoid_node(self) -> IntArray:
-        """The node each task overran on and is migrated away from (-1: none)."""
-        return self._sim.read_only_views().avoid_node
-
-    @property
-    def submitted(self) -> BoolArray:
-        return self._sim.read_only_views().submitted
 
     def _check_fresh(self) -> None:
         if self._sim.epoch != self._epoch:
@@ -223,8 +183,9 @@ class DecisionPoint:
         return Attempts(self._sim.trace.attempts)
 
     # ---- the state, through the simulator's own read calls ------------------------------------------
-    # A run's decision points carry the state's bound calls under these names instead (`run_class`), so a call
-    # skips this layer; the definitions below say what each is, and are what runs on the base class.
+    # Each instance's class carries the state's bound calls under these names (`FORWARDED`, in `run_class`), so
+    # a call skips this layer; the definitions below say what each is, for readers and mypy, and are what runs on
+    # the base class (tests check both give the same answer).
 
     def ready_tasks(self) -> list[int]:
         """Ready tasks, ascending (a list of ints)."""
@@ -404,27 +365,31 @@ class DecisionPoint:
 
 
 def run_class(sim: SimState) -> type[DecisionPoint]:
-    """The DecisionPoint subclass of one run (the engine makes it once per run): what all its decision points share,
-    the problem, the config, the state arrays as read-only views and the state's read calls bound (`FORWARDED`),
-    as class attributes, so that a read is a class attribute, a call goes straight to the state, and making a
-    decision point sets five fields. The base class's properties and one-line calls give the same answers (tests
-    check both) and are what runs for a `DecisionPoint(sim)` made directly.
+    """The DecisionPoint subclass of one run, made on first use and kept in the state: what all its decision points
+    share, the problem, the config, the state arrays as read-only views and the state's read calls bound
+    (`FORWARDED`), as class attributes, so that a read is a class attribute, a call goes straight to the state, and
+    making a decision point sets five fields.
 
     Kept because it is measured to matter: schedulers read the decision point in their inner loops (HEFT's
     dispatch reads `status` about 400 times per decision, `fair` calls `request` about 220 times), and a property
     read costs about 0.13 us more than a class attribute, a call through the base class about 20 ns more than
-    the bound call. Without the subclass, whole runs on a 2,000-task stream took 1.32x as long with HEFT, 1.15x
+    the bound call. Without the subclass (the state arrays as properties of the base class, the calls through its
+    one-line methods), whole runs on a 2,000-task stream took 1.32x as long with HEFT, 1.15x
     with fair, 1.09x with fcfs and 1.08x with kube_default (srpt_hold 1.00x, tetris 0.96x: noise), medians of 5
     rounds alternated on the shared 2-core machine (`benchmarks/bench_sim.py --sizes '' --whole-runs
     heft,fair,fcfs,srpt_hold,tetris,kube_default --rounds 5 --repeats 3 --streams-only --baseline 3f79be9`, the
     tree without it); in process time instead of wall-clock time, 1.08x with HEFT and 1.07x with fair.
     """
+    if sim._dp_class is not None:
+        return cast("type[DecisionPoint]", sim._dp_class)
     views = sim.read_only_views()
     shared: dict[str, Any] = {f.name: getattr(views, f.name) for f in fields(views)}
     shared.update({name: getattr(sim, name) for name in FORWARDED})
     shared.update(cp=sim.cp, config=sim.config, classic=sim.classic)
     shared.update(__module__=DecisionPoint.__module__, __doc__=DecisionPoint.__doc__)
-    return type("DecisionPoint", (DecisionPoint,), shared)
+    made = type("DecisionPoint", (DecisionPoint,), shared)
+    sim._dp_class = made
+    return made
 
 
 class Scheduler(ABC):

@@ -74,7 +74,6 @@ class Simulator(SimState):
     _open_outage: dict[int, float] = fresh(dict)
     _open_slowdown: dict[int, tuple[float, float]] = fresh(dict)
     n_decisions: int = fresh(int)
-    _dp_class: type[DecisionPoint] | None = fresh(lambda: None)  # this run's decision points (`run_class`)
 
     def __init__(self, cp: CompiledProblem, config: SimConfig | None = None, seed: int = 0) -> None:
         SimState.__init__(self, cp, config, seed)
@@ -379,10 +378,9 @@ class Simulator(SimState):
     def decision_point(self) -> DecisionPoint:
         """The read-only view of now, with the shared decision rules (nothing advances); tasks deferred at this
         instant are left out of its ready set (its wake instant still counts them)."""
-        cls = self._dp_class
-        if cls is None:
-            cls = self._dp_class = run_class(self)
-        dp = cls(self)
+        # made as `DecisionPoint(self)` makes one, less the Python-level `__new__` call (its class pick is done)
+        dp: DecisionPoint = object.__new__(self._dp_class or run_class(self))
+        DecisionPoint.__init__(dp, self)
         if self.deferred:
             dp = dp.without(np.array(sorted(self.deferred), dtype=np.int64))
         return dp

@@ -253,6 +253,7 @@ class SimState:
     """counts the instants stepped and the starts: a decision point is of one epoch"""
     _progress_pending: int = fresh(int)  # events on the engine's heap that can unblock a waiting scheduler
     _views: StateViews | None = fresh(lambda: None)
+    _dp_class: type | None = fresh(lambda: None)  # the run's DecisionPoint subclass (`sim.decision.run_class`)
 
     def __init__(self, cp: CompiledProblem, config: SimConfig | None = None, seed: int = 0) -> None:
         for name, start in _starts(type(self)):
