@@ -26,10 +26,12 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request
 
 from dagsched.model.errors import InputError
+from dagsched.service.calibration import Calibrator
 from dagsched.service.config import RuntimeConfig, config_from_dict, read_config
 from dagsched.service.metrics import ServiceMetrics
 from dagsched.service.models import ModelManager
 from dagsched.service.planner import Planner
+from dagsched.service.reality import calibration_reader
 from dagsched.service.settings import Settings
 from dagsched.service.store import Store
 
@@ -59,7 +61,10 @@ class ServiceState:
             self.store.add_model_version(c.version, c.sha256, c.source, c.meta, c.loaded_at)
         else:
             log.warning("%s; /v1/schedule falls back to HEFT", self.models.error)
-        self.planner = Planner(self.models, self.metrics, settings.environment, settings.max_tasks)
+        self.calibrator = Calibrator(calibration_reader(self.store, settings.environment))
+        self.planner = Planner(
+            self.models, self.metrics, settings.environment, settings.max_tasks, calibrator=self.calibrator
+        )
         self.revision = 0  # the `serving` revision this replica has applied
         self.sync_error: str | None = None
         self.changing = threading.RLock()

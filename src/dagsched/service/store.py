@@ -373,6 +373,42 @@ class Store:
                 )
             )
 
+    def executed_roots(self, since: float, environment: str | None, limit: int) -> list[dict[str, Any]]:
+        """The newest `limit` first plans created at or after `since` (of `environment`, or any) that have events:
+        id, workflow, scheduler, environment, created_at, makespan, request, response."""
+        has_events = sa.exists().where(events.c.root_id == plans.c.id)
+        q = sa.select(
+            plans.c.id, plans.c.workflow, plans.c.scheduler, plans.c.environment, plans.c.created_at,
+            plans.c.makespan, plans.c.request, plans.c.response,
+        ).where(plans.c.id == plans.c.root_id, plans.c.created_at >= since, has_events)  # fmt: skip
+        if environment is not None:
+            q = q.where(plans.c.environment == environment)
+        q = q.order_by(plans.c.created_at.desc(), plans.c.id).limit(limit)
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(q).mappings()]
+
+    def executed_per_environment(self, since: float) -> dict[str, int]:
+        """First plans with events, created at or after `since`, by environment label."""
+        has_events = sa.exists().where(events.c.root_id == plans.c.id)
+        q = (
+            sa.select(plans.c.environment, sa.func.count())
+            .where(plans.c.id == plans.c.root_id, plans.c.created_at >= since, has_events)
+            .group_by(plans.c.environment)
+        )
+        with self.engine.connect() as conn:
+            return {str(label): int(n) for label, n in conn.execute(q)}
+
+    def events_of(self, root_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+        """The events of each chain, in the order they were stored (not sorted by time: an audit checks that)."""
+        out: dict[str, list[dict[str, Any]]] = {r: [] for r in root_ids}
+        with self.engine.connect() as conn:
+            for i in range(0, len(root_ids), 500):
+                chunk = root_ids[i : i + 500]
+                q = sa.select(events).where(events.c.root_id.in_(chunk)).order_by(events.c.id)
+                for row in conn.execute(q).mappings():
+                    out[row["root_id"]].append(dict(row))
+        return out
+
     def events(self, root_id: str) -> list[dict[str, Any]]:
         q = sa.select(events).where(events.c.root_id == root_id).order_by(events.c.at, events.c.id)
         with self.engine.connect() as conn:

@@ -63,10 +63,13 @@ def _chain_state(events: list[dict[str, Any]], planned: dict[str, dict]) -> dict
 
 def _replan(state: ServiceState, root: dict, latest: dict, body: EventRequest) -> dict[str, Any]:
     request = ScheduleRequest.model_validate(root["request"])
-    wf = workflow_from_dict(request.workflow)
+    # calibrated as a new plan would be (the running tasks' remaining time too), then cut to what is left
+    wf, calibrated_nodes, applied = state.planner.calibrate(
+        workflow_from_dict(request.workflow), request.nodes, state.config
+    )
     planned = {a["task"]: a for a in latest["response"]["assignments"]}
     chain = _chain_state(state.store.events(root["id"]), planned)
-    nodes = [n for n in request.nodes if n.id not in chain["down"]]
+    nodes = [n for n in calibrated_nodes if n.id not in chain["down"]]
     if not nodes:
         raise InputError("node", "every node of the plan is down: nothing can be re-planned")
     keep = [t for t in wf.tasks if t.id not in chain["done"]]
@@ -79,7 +82,8 @@ def _replan(state: ServiceState, root: dict, latest: dict, body: EventRequest) -
         if t.id in chain["running"]:
             node, started = chain["running"][t.id]
             speed = next((n.speed for n in nodes if n.id == node), 1.0)
-            left = max(t.runtime / speed - (body.at - started), 0.0)
+            whole = t.costs[node] if t.costs and node in t.costs else t.runtime / speed
+            left = max(whole - (body.at - started), 0.0)
             tasks.append(t.model_copy(update={"costs": {node: left}}))
             pins[t.id] = node
         else:
@@ -101,9 +105,18 @@ def _replan(state: ServiceState, root: dict, latest: dict, body: EventRequest) -
     present = kept | stand_ins
     edges = [Edge(src=e.src, dst=e.dst, data=e.data) for e in wf.edges if e.src in present and e.dst in kept]
     sub = Workflow(name=wf.name, tasks=tasks, edges=edges, deadline=wf.deadline, labels=wf.labels)
-    req = request.model_copy(update={"nodes": nodes})
+    req = request.model_copy(update={"nodes": [n for n in request.nodes if n.id not in chain["down"]]})
     result = state.planner.plan_workflow(
-        sub, req, state.config, root_id=root["id"], pins=pins, avoid=chain["avoid"], offset_s=body.at
+        sub,
+        req,
+        state.config,
+        root_id=root["id"],
+        pins=pins,
+        avoid=chain["avoid"],
+        offset_s=body.at,
+        nodes=nodes,
+        applied=applied,
+        arm=root["response"].get("arm"),
     )
     if stand_ins:  # the stand-ins are not part of the plan
         response = result.response
