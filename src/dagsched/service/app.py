@@ -18,7 +18,7 @@ from fastapi.staticfiles import StaticFiles
 
 from dagsched.service import errors
 from dagsched.service.middleware import LimitsAndMetrics
-from dagsched.service.routes import config, events, health, k8s, model, plans, schedule, shadow, stats
+from dagsched.service.routes import config, events, health, k8s, model, plans, reality, schedule, shadow, stats
 from dagsched.service.settings import Settings, get_settings
 from dagsched.service.state import ServiceState, require_token
 
@@ -77,7 +77,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         metrics=_LazyMetrics(app),
     )
     # routes are matched in this order: the hot ones (extender calls, plans) first
-    routers = (k8s, schedule, plans, events, model, config, shadow, stats, health)
+    routers = (k8s, schedule, plans, events, model, config, shadow, reality, stats, health)
     for module in routers:
         app.include_router(module.router)
 

@@ -8,11 +8,15 @@ the model is
 
     y = log r[task name, node class] + log s[node] + noise
 
-Both factors are fitted by backfitting with medians (robust to a straggler or a mislabelled task): each
-node's `log s` is the weighted median of `y - log r` over its observations, each task kind's `log r` the
-weighted median of `y - log s` over its own, alternately until they settle. Then each is shrunk towards
-1 by its evidence, `log f * W / (W + shrinkage)` with `W` the decayed weight of its observations (so one
-run cannot move a prediction far), and a factor resting on fewer than `min_observations` is 1.
+where `log r[name, class] = log g[name] + d[name, class]`: a task name's factor over every class, and how
+one class departs from it (so a kind of task seen only on fast nodes is corrected on slow ones too). Each
+(task name, node) cell is summarised by its weighted median log-ratio (robust to a straggler); the factors
+are the least-absolute-deviations fit of those medians, weighted by the cells' evidence, with a small L1
+penalty on every factor (`fit_l1`, one linear program): when the data fit several explanations alike
+(every task ever run on n3 is slow: n3 is slow, or each of those tasks is), it takes the one with the
+fewest and smallest factors. Then each is shrunk towards 1 (a cell towards its name's factor) by its
+evidence, `log f * W / (W + shrinkage)` with `W` the decayed weight of its observations (so one run
+cannot move a prediction far); a factor resting on fewer than `min_observations` is not used.
 Observations decay with age (weight `0.5 ** (age / half_life_s)`), so a node that was repaired is
 forgiven. Nothing acts before `min_runs` executed workflows were seen (the floor).
 
@@ -92,6 +96,8 @@ class Factors:
     """The live calibration: task factors by (name, node class), node factors by node id."""
 
     task: dict[tuple[str, str], Factor] = field(default_factory=dict)
+    name: dict[str, Factor] = field(default_factory=dict)
+    """a task name's factor over every class: what a class it was never seen on gets"""
     node: dict[str, Factor] = field(default_factory=dict)
     runs: int = 0
     observations: int = 0
@@ -101,7 +107,9 @@ class Factors:
     computed_at: float = 0.0
 
     def task_factor(self, name: str, cls: str) -> float:
-        f = self.task.get((name, cls)) if self.active else None
+        if not self.active:
+            return 1.0
+        f = self.task.get((name, cls)) or self.name.get(name)
         return f.value if f is not None else 1.0
 
     def node_factor(self, node: str) -> float:
@@ -120,6 +128,7 @@ class Factors:
             "observations": self.observations,
             "computed_at": self.computed_at,
             "task": [{"task": name, "node_class": cls, **one(f)} for (name, cls), f in sorted(self.task.items())],
+            "task_name": [{"task": name, **one(f)} for name, f in sorted(self.name.items())],
             "node": [{"node": node, **one(f)} for node, f in sorted(self.node.items())],
         }
 
@@ -140,7 +149,6 @@ def estimate(
     runs: int,
     settings: Any,
     now: float | None = None,
-    iterations: int = 20,
 ) -> Factors:
     """Fit both factors to `observations` (from `runs` executed workflows) under `settings` (the runtime
     config's `calibration`: min_runs, min_observations, shrinkage, half_life_s, enabled)."""
@@ -158,39 +166,79 @@ def estimate(
     y = np.array([o.log_ratio for o in observations])
     age = np.maximum(0.0, now - np.array([o.finished_at for o in observations]))
     w = np.power(0.5, age / settings.half_life_s)
-    task_keys = [(o.name, o.node_class) for o in observations]
-    node_keys = [o.node for o in observations]
-    t_index = _groups(task_keys)
-    n_index = _groups(node_keys)
-    log_r = dict.fromkeys(t_index, 0.0)
-    log_s = dict.fromkeys(n_index, 0.0)
-    for _ in range(iterations):
-        r_of = np.array([log_r[k] for k in task_keys])
-        new_s = {k: weighted_median(y[i] - r_of[i], w[i]) for k, i in n_index.items()}
-        s_of = np.array([new_s[k] for k in node_keys])
-        new_r = {k: weighted_median(y[i] - s_of[i], w[i]) for k, i in t_index.items()}
-        moved = max(
-            max(abs(new_s[k] - log_s[k]) for k in new_s),
-            max(abs(new_r[k] - log_r[k]) for k in new_r),
-        )
-        log_s, log_r = new_s, new_r
-        if moved < 1e-9:
-            break
+    names = [o.name for o in observations]
+    nodes = [o.node for o in observations]
+    classes = {o.node: o.node_class for o in observations}
+    by_name, by_node = _groups(names), _groups(nodes)
+    by_cell = _groups([(o.name, o.node_class) for o in observations])
+    log_s, log_g, dev = fit_l1(y, w, names, nodes, classes)
 
-    def shrunk(log_f: float, idx: np.ndarray) -> Factor | None:
+    def shrink(log_f: float, idx: np.ndarray) -> tuple[float, float] | None:
+        """(shrunk log factor, weight), or None below the observation floor."""
         weight = float(w[idx].sum())
-        if len(idx) < settings.min_observations:
+        if len(idx) < settings.min_observations or weight + settings.shrinkage <= 0:
             return None
-        value = math.exp(log_f * weight / (weight + settings.shrinkage))
-        return Factor(value=value, raw=math.exp(log_f), count=len(idx), weight=weight)
+        return log_f * weight / (weight + settings.shrinkage), weight
 
-    for k, i in t_index.items():
-        if (f := shrunk(log_r[k], i)) is not None:
-            out.task[k] = f
-    for k, i in n_index.items():
-        if (f := shrunk(log_s[k], i)) is not None:
-            out.node[k] = f
+    for k, i in by_node.items():
+        if (sh := shrink(log_s[k], i)) is not None:
+            out.node[k] = Factor(math.exp(sh[0]), math.exp(log_s[k]), len(i), sh[1])
+    for k, i in by_name.items():
+        if (sh := shrink(log_g[k], i)) is not None:
+            out.name[k] = Factor(math.exp(sh[0]), math.exp(log_g[k]), len(i), sh[1])
+    for (name, cls), i in by_cell.items():
+        base = out.name.get(name)
+        if base is None or (sh := shrink(dev[(name, cls)], i)) is None:
+            continue
+        out.task[(name, cls)] = Factor(
+            base.value * math.exp(sh[0]), math.exp(log_g[name] + dev[(name, cls)]), len(i), sh[1]
+        )
     return out
+
+
+PENALTY = {"node": 0.6, "name": 0.5, "cell": 1.0}
+"""L1 penalty per unit of log factor, in observations' weight: among explanations that fit the data alike, the
+fit takes the one with the fewest and smallest factors (a node slow for every task, rather than every task
+slow on that node); where one cell is all the evidence, its task name is blamed rather than its node."""
+
+
+def fit_l1(
+    y: np.ndarray, w: np.ndarray, names: Sequence[str], nodes: Sequence[str], classes: dict[str, str]
+) -> tuple[dict[str, float], dict[str, float], dict[tuple[str, str], float]]:
+    """Least absolute deviations with an L1 penalty: log s per node, log g per name, d per (name, class).
+
+    Each (name, node) cell is first its weighted median log-ratio (robust to a straggler), weighted by its
+    observations; then one linear program (HiGHS) fits `median = log s + log g + d` over the cells."""
+    from scipy.optimize import linprog
+    from scipy.sparse import coo_matrix, hstack, identity
+
+    cells = _groups(list(zip(names, nodes, strict=True)))
+    keys = list(cells)
+    m = np.array([weighted_median(y[i], w[i]) for i in cells.values()])
+    weight = np.array([float(w[i].sum()) for i in cells.values()])
+    node_ix = {n: j for j, n in enumerate(sorted({n for _, n in keys}))}
+    name_ix = {n: j for j, n in enumerate(sorted({n for n, _ in keys}))}
+    dev_ix = {c: j for j, c in enumerate(sorted({(n, classes[nd]) for n, nd in keys}))}
+    n_s, n_g, n_d, n_c = len(node_ix), len(name_ix), len(dev_ix), len(keys)
+    rows, cols = [], []
+    for r, (name, node) in enumerate(keys):
+        rows += [r, r, r]
+        cols += [node_ix[node], n_s + name_ix[name], n_s + n_g + dev_ix[(name, classes[node])]]
+    design = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n_c, n_s + n_g + n_d))
+    eye = identity(n_c)
+    a_eq = hstack([design, -design, eye, -eye]).tocsr()  # design (t+ - t-) + r+ - r- = m
+    penalty = np.concatenate(
+        [np.full(n_s, PENALTY["node"]), np.full(n_g, PENALTY["name"]), np.full(n_d, PENALTY["cell"])]
+    )
+    cost = np.concatenate([penalty, penalty, weight, weight])
+    found = linprog(cost, A_eq=a_eq, b_eq=m, bounds=(0, None), method="highs")
+    if not found.success:
+        raise RuntimeError(f"the calibration fit failed: {found.message}")
+    theta = found.x[: n_s + n_g + n_d] - found.x[n_s + n_g + n_d : 2 * (n_s + n_g + n_d)]
+    log_s = {n: float(theta[j]) for n, j in node_ix.items()}
+    log_g = {n: float(theta[n_s + j]) for n, j in name_ix.items()}
+    dev = {c: float(theta[n_s + n_g + j]) for c, j in dev_ix.items()}
+    return log_s, log_g, dev
 
 
 def _groups(keys: Sequence[Any]) -> dict[Any, np.ndarray]:
@@ -250,6 +298,8 @@ def calibrate(workflow: Any, nodes: Sequence[Any], factors: Factors) -> tuple[An
     node_f = {n.id: factors.node_factor(n.id) for n in nodes}
     applied.node_factor = node_f
     new_nodes = [n if node_f[n.id] == 1.0 else n.model_copy(update={"speed": n.speed / node_f[n.id]}) for n in nodes]
+    if all(v == 1.0 for v in node_f.values()):
+        new_nodes = list(nodes)
     tasks = []
     changed = False
     for t in workflow.tasks:
@@ -260,15 +310,15 @@ def calibrate(workflow: Any, nodes: Sequence[Any], factors: Factors) -> tuple[An
             applied.declared_s[(t.id, n.id)] = declared
             applied.task_factor[(t.id, n.id)] = per_class[classes[n.id]]
         values = set(per_class.values())
-        if t.costs or len(values) > 1:
+        if values == {1.0} and (not t.costs or all(v == 1.0 for v in node_f.values())):
+            tasks.append(t)
+        elif t.costs or len(values) > 1:
             costs = {n.id: applied.declared_s[(t.id, n.id)] * per_class[classes[n.id]] * node_f[n.id] for n in nodes}
             tasks.append(t.model_copy(update={"costs": costs}))
             changed = True
-        elif values != {1.0}:
+        else:
             tasks.append(t.model_copy(update={"runtime": t.runtime * values.pop()}))
             changed = True
-        else:
-            tasks.append(t)
     wf = workflow.model_copy(update={"tasks": tasks}) if changed else workflow
     return wf, new_nodes, applied
 

@@ -1,0 +1,50 @@
+"""GET /v1/gap: the gap between plans and what really ran, with the calibration factors in use."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from starlette.concurrency import run_in_threadpool
+
+from dagsched.model.errors import InputError
+from dagsched.service.calibration import estimate
+from dagsched.service.gap import gap_report
+from dagsched.service.reality import read_runs
+from dagsched.service.state import State
+
+router = APIRouter(tags=["reality"])
+
+
+@router.get("/v1/gap")
+async def gap(
+    state: State,
+    since: Annotated[str, Query(max_length=16, description="window of plans read: 30m, 24h, 7d")] = "7d",
+    env: Annotated[
+        str | None, Query(max_length=64, description="environment label (default: this service's; `*`: every one)")
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=100_000, description="newest executed runs read at most")] = 2000,
+) -> dict[str, Any]:
+    """Per task name, workflow, node and node class the ratio of actual to declared runtime (median, p10, p90,
+    count), transfer delays seen against planned, failure and overrun rates, makespan planned against achieved
+    (with the runs as scatter points), the faults left out of the log, and the calibration factors this replica
+    plans with (`calibration`) beside those the runs in the window give (`window_calibration`)."""
+    from dagsched.service.finetune import parse_duration
+
+    try:
+        window_s = parse_duration(since, "since")
+    except InputError:
+        raise
+    environment = state.settings.environment if env is None else (None if env == "*" else env)
+    config = state.config
+    now = time.time()
+
+    def compute() -> dict[str, Any]:
+        log = read_runs(state.store, now - window_s, environment, limit, config.calibration.outlier_bound, now)
+        clean_runs = sum(1 for r in log.runs if r.clean and r.tasks)
+        report = gap_report(log, state.planner.factors(config))
+        report["window_calibration"] = estimate(log.observations(), clean_runs, config.calibration, now).to_json()
+        return report
+
+    return await run_in_threadpool(compute)
