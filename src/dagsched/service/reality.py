@@ -170,10 +170,12 @@ def rebuild(row: dict[str, Any], events: list[dict[str, Any]], outlier_bound: fl
         run.faults.append(Fault("unreadable", run.root_id, None, f"the plan's request does not parse: {err}"))
         return run
     seen: set[tuple[Any, ...]] = set()
+    repeats: set[int] = set()
     latest = -math.inf
     for e in events:
         key = (e["kind"], e["task"], e["node"], e["at"])
         if key in seen:
+            repeats.add(e["id"])
             what = f"'{e['task']}'" if e["task"] else f"node '{e['node']}'"
             run.faults.append(Fault("duplicate", run.root_id, e["task"], f"{e['kind']} of {what} at {e['at']:g} s"))
         seen.add(key)
@@ -185,7 +187,7 @@ def rebuild(row: dict[str, Any], events: list[dict[str, Any]], outlier_bound: fl
 
     running: dict[str, tuple[str, float]] = {}
     finished: dict[str, tuple[str, float, float]] = {}
-    for e in sorted(events, key=lambda e: (e["at"], e["id"])):
+    for e in sorted((e for e in events if e["id"] not in repeats), key=lambda e: (e["at"], e["id"])):
         kind, task, node, at = e["kind"], e["task"], e["node"], float(e["at"])
         if kind == "task_started":
             run.started += 1
