@@ -147,7 +147,8 @@ def ml_pipeline(seed: int, trainings: int = 4) -> dict[str, Any]:
 
     tasks: list[dict[str, Any]] = [
         {"id": "ingest", "runtime": u(20, 40), "labels": {"program": "ingest"}},
-        {"id": "clean_a", "runtime": u(20, 60), "labels": {"program": "clean"}, "dependencies": [{"task": "ingest", "data": 1e9}]},
+        {"id": "clean_a", "runtime": u(20, 60), "labels": {"program": "clean"},
+         "dependencies": [{"task": "ingest", "data": 1e9}]},
         {"id": "clean_b", "runtime": u(20, 60), "labels": {"program": "clean"}, "dependencies": ["ingest"]},
         {"id": "features", "runtime": u(30, 60), "resources": {"cpu": 2}, "labels": {"program": "features"},
          "dependencies": [{"task": "clean_a", "data": 5e8}, "clean_b"]},

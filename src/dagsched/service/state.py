@@ -27,6 +27,7 @@ from fastapi import Depends, HTTPException, Request
 
 from dagsched.model.errors import InputError
 from dagsched.service.calibration import Calibrator
+from dagsched.service.canary import CanaryController, with_id
 from dagsched.service.config import RuntimeConfig, config_from_dict, read_config
 from dagsched.service.metrics import ServiceMetrics
 from dagsched.service.models import ModelManager
@@ -54,7 +55,7 @@ class ServiceState:
         # their deadline and fall back to HEFT. Run more processes (`serve --workers`) for throughput.
         self.plan_lock = threading.Lock()
         if settings.config_file is not None:
-            self.config = read_config(settings.config_file)  # a bad file at start-up stops the start
+            self.config = with_id(read_config(settings.config_file))  # a bad file at start-up stops the start
         self.models.try_load_startup(settings.model_path)
         if self.models.current is not None:
             c = self.models.current
@@ -65,11 +66,14 @@ class ServiceState:
         self.planner = Planner(
             self.models, self.metrics, settings.environment, settings.max_tasks, calibrator=self.calibrator
         )
+        self.canary = CanaryController(self)
+        self.planner.router = self.canary.route
         self.revision = 0  # the `serving` revision this replica has applied
         self.sync_error: str | None = None
         self.changing = threading.RLock()
         """Held by a change made here (swap, then publish) and by `sync`, so a sync never lands between the two."""
         self._startup_publish()
+        self.canary.start(self.config)
         self.publish_model()
         self._sync_stop = threading.Event()
         self._sync_thread: threading.Thread | None = None
@@ -169,9 +173,14 @@ class ServiceState:
         self.store.close()
 
     def set_config(self, config: RuntimeConfig) -> None:
+        """Make `config` the live one here (a canary it starts gets its id and its first step)."""
+        named = with_id(config)
         with self._config_lock:
-            self.config = config
+            self.config = named
         self.metrics.config_reloads.labels(outcome="ok").inc()
+        self.metrics.canary_fraction.set(named.canary.fraction if named.canary is not None else 0.0)
+        if named is not config:
+            self.canary.start(named)
 
     def reload_config(self) -> bool:
         """Re-read `config_file` (SIGHUP); a bad file keeps the live config and is logged."""

@@ -223,6 +223,9 @@ def post_event(body: EventRequest, state: State) -> dict[str, Any]:
                         "previous_start": before["start"] if before else None,
                     }
                 )
+    canary = state.config.canary
+    if canary is not None and body.kind == "task_finished" and root["response"].get("canary") == canary.id:
+        state.canary.evaluate()  # a workflow of the canary may have finished: judge its stage
     return {
         "plan_id": new_id,
         "root_id": root["id"],

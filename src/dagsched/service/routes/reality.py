@@ -1,18 +1,19 @@
-"""GET /v1/gap: the gap between plans and what really ran, with the calibration factors in use."""
+"""What really ran and what the service learns from it: GET /v1/gap (plans against reality, the calibration
+factors in use), the canary's report and manual rollback, and the online fine-tunes' records."""
 
 from __future__ import annotations
 
 import time
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, HTTPException, Query
 from starlette.concurrency import run_in_threadpool
 
 from dagsched.model.errors import InputError
 from dagsched.service.calibration import estimate
 from dagsched.service.gap import gap_report
 from dagsched.service.reality import read_runs
-from dagsched.service.state import State
+from dagsched.service.state import Authorized, State
 
 router = APIRouter(tags=["reality"])
 
@@ -48,3 +49,25 @@ async def gap(
         return report
 
     return await run_in_threadpool(compute)
+
+
+@router.get("/v1/canary/report")
+async def canary_report(state: State) -> dict[str, Any]:
+    """The live canary (candidate, stage, stages) with its current stage's figures per arm: plans, fallbacks,
+    executed workflows, mean plan and achieved makespan, achieved over the default's plan makespan (mean, 95 %
+    interval); the paired plan comparison where the shadow has both (candidate wins, ties, default wins, mean
+    ratio, 95 % interval); the verdict so far; and every step of the live (or the last) canary."""
+    config = state.config
+    return await run_in_threadpool(state.canary.report, config)
+
+
+@router.post("/v1/canary/rollback", dependencies=[Authorized], responses={409: {"description": "no canary runs"}})
+def canary_rollback(state: State) -> dict[str, Any]:
+    """End the live canary now, on every replica (the default keeps serving); the step is stored."""
+    config = state.config
+    if config.canary is None:
+        raise HTTPException(409, "canary: no canary runs")
+    row = state.canary.step(config, "rollback", 0.0, "rolled back by an operator", {})
+    if row is None:
+        raise HTTPException(409, "canary: another replica took a step of this canary first; read the report")
+    return {"rolled_back": config.canary.candidate, "step": row}

@@ -62,4 +62,6 @@ async def schedule(body: ScheduleRequest, state: State, background: BackgroundTa
     planned, content = await run_in_threadpool(_plan_and_save, state, body, config)
     if config.shadow:
         background.add_task(_shadow, state, planned, config.shadow)
+    if planned.route is not None:  # a canary runs: the other arm plans the same problem, for the comparison
+        background.add_task(state.canary.record, planned, config)
     return Response(content, media_type="application/json")
