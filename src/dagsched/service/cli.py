@@ -183,11 +183,11 @@ def gap(
 
 def register(app: typer.Typer) -> None:
     """Add `serve`, `gap` and `finetune` to a Typer app (the `dagsched` command)."""
-    from dagsched.service.finetune import finetune
+    from dagsched.service.finetune import finetune_command
 
     app.command("serve")(serve)
     app.command("gap")(gap)
-    app.command("finetune")(finetune)
+    app.command("finetune")(finetune_command())
 
 
 if __name__ == "__main__":

@@ -178,6 +178,7 @@ def rebuild(row: dict[str, Any], events: list[dict[str, Any]], outlier_bound: fl
             repeats.add(e["id"])
             what = f"'{e['task']}'" if e["task"] else f"node '{e['node']}'"
             run.faults.append(Fault("duplicate", run.root_id, e["task"], f"{e['kind']} of {what} at {e['at']:g} s"))
+            continue  # a repeat is not also out of order
         seen.add(key)
         if e["at"] < latest - 1e-9:
             run.faults.append(

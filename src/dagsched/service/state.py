@@ -21,7 +21,7 @@ import json
 import logging
 import threading
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, HTTPException, Request
 
@@ -31,6 +31,7 @@ from dagsched.service.canary import CanaryController, with_id
 from dagsched.service.config import RuntimeConfig, config_from_dict, read_config
 from dagsched.service.metrics import ServiceMetrics
 from dagsched.service.models import ModelManager
+from dagsched.service.online import OnlineFinetuner
 from dagsched.service.planner import Planner
 from dagsched.service.reality import calibration_reader
 from dagsched.service.settings import Settings
@@ -68,6 +69,8 @@ class ServiceState:
         )
         self.canary = CanaryController(self)
         self.planner.router = self.canary.route
+        self.online = OnlineFinetuner(self)
+        self.planner.skew.on_trip = lambda _std: self.online.request("skew")
         self.revision = 0  # the `serving` revision this replica has applied
         self.sync_error: str | None = None
         self.changing = threading.RLock()
@@ -167,6 +170,7 @@ class ServiceState:
                 log.warning("sync failed: %s", err)
 
     def close(self) -> None:
+        self.online.close()
         self._sync_stop.set()
         if self._sync_thread is not None:
             self._sync_thread.join(timeout=10)
@@ -211,6 +215,18 @@ class ServiceState:
             return f"unreachable: {type(err).__name__}"
         self.metrics.store_up.set(1)
         return None
+
+    def ship_model(self, weights: bytes, metadata: bytes, source: str) -> Any:
+        """Validate and swap in a policy's files (an upload, a fine-tune's winner), keep them in the store and
+        publish them: every replica loads it. InputError (naming `weights` or `metadata`) leaves the model as it was."""
+        with self.changing:
+            loaded = self.models.upload(weights, metadata)
+            self.store.put_model_blob(loaded.sha256, loaded.version, weights, loaded.meta)
+            self.publish(source)
+        self.store.add_model_version(loaded.version, loaded.sha256, source, loaded.meta, loaded.loaded_at)
+        self.metrics.model_swaps.labels(outcome="swapped").inc()
+        self.publish_model()
+        return loaded
 
     def publish_model(self) -> None:
         self.metrics.model_info.clear()

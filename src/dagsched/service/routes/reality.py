@@ -71,3 +71,23 @@ def canary_rollback(state: State) -> dict[str, Any]:
     if row is None:
         raise HTTPException(409, "canary: another replica took a step of this canary first; read the report")
     return {"rolled_back": config.canary.candidate, "step": row}
+
+
+@router.get("/v1/finetune/runs")
+def finetune_runs(
+    state: State, limit: Annotated[int, Query(ge=1, le=500, description="newest runs")] = 50
+) -> dict[str, Any]:
+    """The online fine-tunes (on the interval `online_ft_interval`, on a load-skew trip, or asked for), newest
+    first, each with its trigger, verdict (shipped, kept, too_few, failed), mean new/old makespan on the held-out
+    logged problems, the version it shipped, and its report; and whether online fine-tuning is on."""
+    runs = state.store.finetune_runs(limit)
+    return {"interval_s": state.config.online_ft_interval, "window_s": state.config.online_ft_window, "runs": runs}
+
+
+@router.post("/v1/finetune/runs", dependencies=[Authorized], responses={409: {"description": "one is running"}})
+def finetune_now(state: State) -> dict[str, Any]:
+    """Run an online fine-tune now, on this replica (seconds to minutes): its record. 409 while another runs."""
+    row = state.online.run_once("request")
+    if row is None:
+        raise HTTPException(409, "finetune: another fine-tune is running (on this or another replica)")
+    return row
