@@ -33,8 +33,13 @@ def serve(
         Path | None,
         typer.Option("--report-dir", help="a benchmark report folder whose figures the dashboard shows"),
     ] = None,
+    grpc_port: Annotated[
+        int | None,
+        typer.Option("--grpc-port", min=0, max=65535, help="also serve the gRPC API (dagsched.proto) on this port"),
+    ] = None,
 ) -> None:
-    """Serve plans over HTTP (FastAPI + uvicorn): /v1/schedule, model hot swap, Kubernetes extender, metrics.
+    """Serve plans over HTTP (FastAPI + uvicorn), and over gRPC with --grpc-port: /v1/schedule, model hot swap,
+    Kubernetes extender, metrics.
 
     Mutating routes need `Authorization: Bearer $DAGSCHED_API_TOKEN`. Other settings come from
     DAGSCHED_* environment variables (see dagsched.service.settings).
@@ -65,6 +70,9 @@ def serve(
         if not report_dir.is_dir():
             raise fail(InputError("--report-dir", f"not a folder: {report_dir}"))
         overrides["report_dir"] = report_dir
+    if grpc_port is not None:
+        overrides["grpc_port"] = grpc_port
+        overrides["grpc_host"] = host
     settings = Settings(**overrides)  # type: ignore[arg-type]
     if config is not None:
         from dagsched.service.config import read_config
