@@ -193,3 +193,28 @@ def test_the_committed_stubs_are_what_the_proto_generates(tmp_path: Path) -> Non
         generated = (out / "dagsched" / "service" / "rpc" / name).read_text()
         assert generated == (REPO / "src" / "dagsched" / "service" / "rpc" / name).read_text(), name
     assert pb.Plan.DESCRIPTOR.full_name == "dagsched.v1.Plan"
+
+
+def test_a_wfformat_document_plans_as_over_http(both: tuple[TestClient, Client]) -> None:
+    """A WfFormat 1.5 instance travels as a document (a Struct): HEFT on one node of speed 1 plans it in 2 + 4 s."""
+    _, rpc = both
+    wf = {
+        "name": "wfc",
+        "schemaVersion": "1.5",
+        "workflow": {
+            "specification": {
+                "tasks": [{"name": "x", "id": "x", "children": ["y"], "parents": []},
+                          {"name": "y", "id": "y", "children": [], "parents": ["x"]}],
+                "files": [],
+            },
+            "execution": {
+                "makespanInSeconds": 3,
+                "executedAt": "20240101T000000+0000",
+                "tasks": [{"id": "x", "runtimeInSeconds": 2}, {"id": "y", "runtimeInSeconds": 4}],
+            },
+        },
+    }  # fmt: skip
+    plan = rpc.schedule({"workflow": wf, "nodes": [{"id": "solo", "cpu": 4}], "scheduler": "heft"})
+    assert plan.makespan == pytest.approx(6.0) and [a.task for a in plan.assignments] == ["x", "y"]
+    empty = _error(lambda: rpc.stub.Schedule(pb.ScheduleRequest(nodes=[pb.NodeState(id="n", cpu=1)])))
+    assert empty.code() == grpc.StatusCode.INVALID_ARGUMENT and empty.details().startswith("workflow: required")

@@ -16,10 +16,37 @@ from dagsched.service.rpc import dagsched_pb2 as pb
 from dagsched.service.rpc import dagsched_pb2_grpc as pb_grpc
 
 
+def workflow_message(wf: dict[str, Any]) -> pb.Workflow:
+    """A native workflow dict (as /v1/schedule takes it) as a Workflow message; bare dependency ids become
+    Dependency messages, resources move onto the task."""
+    msg = pb.Workflow(name=wf["name"], labels=wf.get("labels") or {})
+    if wf.get("deadline") is not None:
+        msg.deadline = wf["deadline"]
+    for t in wf["tasks"]:
+        task = msg.tasks.add(id=t["id"], runtime=t["runtime"], priority=t.get("priority", 0),
+                             critical=t.get("critical", False), labels=t.get("labels") or {},
+                             costs=t.get("costs") or {})  # fmt: skip
+        resources = t.get("resources") or {}
+        if "cpu" in resources:
+            task.cpu = resources["cpu"]
+        task.mem, task.gpu = resources.get("mem", 0.0), resources.get("gpu", 0)
+        if t.get("deadline") is not None:
+            task.deadline = t["deadline"]
+        for d in t.get("dependencies") or []:
+            task.dependencies.add(**({"task": d} if isinstance(d, str) else d))
+    return msg
+
+
 def schedule_request(body: dict[str, Any]) -> pb.ScheduleRequest:
-    """A /v1/schedule JSON body as a ScheduleRequest message."""
+    """A /v1/schedule JSON body as a ScheduleRequest message: a native workflow as a Workflow, any other document
+    (WfFormat) as a document."""
     msg = pb.ScheduleRequest(scheduler=body.get("scheduler") or "")
-    msg.workflow.update(body["workflow"])
+    wf = body["workflow"]
+    native = isinstance(wf, dict) and "tasks" in wf and "name" in wf and "specification" not in wf
+    if native:
+        msg.workflow.CopyFrom(workflow_message(wf))
+    else:
+        msg.document.update(wf)
     for n in body["nodes"]:
         msg.nodes.append(json_format.ParseDict(n, pb.NodeState()))
     if body.get("weights"):

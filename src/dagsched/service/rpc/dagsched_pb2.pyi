@@ -62,17 +62,86 @@ class ObjectiveWeights(_message.Message):
     completion: float
     def __init__(self, makespan: _Optional[float] = ..., cost: _Optional[float] = ..., sla: _Optional[float] = ..., fragmentation: _Optional[float] = ..., load: _Optional[float] = ..., completion: _Optional[float] = ...) -> None: ...
 
+class Dependency(_message.Message):
+    __slots__ = ("task", "data")
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    task: str
+    data: float
+    def __init__(self, task: _Optional[str] = ..., data: _Optional[float] = ...) -> None: ...
+
+class Task(_message.Message):
+    __slots__ = ("id", "runtime", "cpu", "mem", "gpu", "dependencies", "priority", "critical", "deadline", "labels", "costs")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class CostsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    ID_FIELD_NUMBER: _ClassVar[int]
+    RUNTIME_FIELD_NUMBER: _ClassVar[int]
+    CPU_FIELD_NUMBER: _ClassVar[int]
+    MEM_FIELD_NUMBER: _ClassVar[int]
+    GPU_FIELD_NUMBER: _ClassVar[int]
+    DEPENDENCIES_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    CRITICAL_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    COSTS_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    runtime: float
+    cpu: float
+    mem: float
+    gpu: int
+    dependencies: _containers.RepeatedCompositeFieldContainer[Dependency]
+    priority: int
+    critical: bool
+    deadline: float
+    labels: _containers.ScalarMap[str, str]
+    costs: _containers.ScalarMap[str, float]
+    def __init__(self, id: _Optional[str] = ..., runtime: _Optional[float] = ..., cpu: _Optional[float] = ..., mem: _Optional[float] = ..., gpu: _Optional[int] = ..., dependencies: _Optional[_Iterable[_Union[Dependency, _Mapping]]] = ..., priority: _Optional[int] = ..., critical: _Optional[bool] = ..., deadline: _Optional[float] = ..., labels: _Optional[_Mapping[str, str]] = ..., costs: _Optional[_Mapping[str, float]] = ...) -> None: ...
+
+class Workflow(_message.Message):
+    __slots__ = ("name", "tasks", "deadline", "labels")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    tasks: _containers.RepeatedCompositeFieldContainer[Task]
+    deadline: float
+    labels: _containers.ScalarMap[str, str]
+    def __init__(self, name: _Optional[str] = ..., tasks: _Optional[_Iterable[_Union[Task, _Mapping]]] = ..., deadline: _Optional[float] = ..., labels: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
 class ScheduleRequest(_message.Message):
-    __slots__ = ("workflow", "nodes", "scheduler", "weights")
+    __slots__ = ("workflow", "document", "nodes", "scheduler", "weights")
     WORKFLOW_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
     SCHEDULER_FIELD_NUMBER: _ClassVar[int]
     WEIGHTS_FIELD_NUMBER: _ClassVar[int]
-    workflow: _struct_pb2.Struct
+    workflow: Workflow
+    document: _struct_pb2.Struct
     nodes: _containers.RepeatedCompositeFieldContainer[NodeState]
     scheduler: str
     weights: ObjectiveWeights
-    def __init__(self, workflow: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., nodes: _Optional[_Iterable[_Union[NodeState, _Mapping]]] = ..., scheduler: _Optional[str] = ..., weights: _Optional[_Union[ObjectiveWeights, _Mapping]] = ...) -> None: ...
+    def __init__(self, workflow: _Optional[_Union[Workflow, _Mapping]] = ..., document: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., nodes: _Optional[_Iterable[_Union[NodeState, _Mapping]]] = ..., scheduler: _Optional[str] = ..., weights: _Optional[_Union[ObjectiveWeights, _Mapping]] = ...) -> None: ...
 
 class Alternative(_message.Message):
     __slots__ = ("node", "score", "start", "finish", "chosen")

@@ -71,8 +71,61 @@ def _handler(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _struct(value: Any) -> Any:
-    """A google.protobuf.Struct (or Value) as plain data: what the HTTP route receives as JSON."""
-    return json_format.MessageToDict(value, preserving_proto_field_name=True)
+    """A google.protobuf.Struct as plain data: what the HTTP route receives as JSON."""
+    return {k: _value(v) for k, v in value.fields.items()}
+
+
+def _value(v: Any) -> Any:
+    kind = v.WhichOneof("kind")
+    if kind == "struct_value":
+        return {k: _value(x) for k, x in v.struct_value.fields.items()}
+    if kind == "list_value":
+        return [_value(x) for x in v.list_value.values]
+    if kind == "number_value":
+        return v.number_value
+    if kind == "string_value":
+        return v.string_value
+    if kind == "bool_value":
+        return v.bool_value
+    return None
+
+
+def _task(t: pb.Task) -> dict[str, Any]:
+    """A Task message as the native format's task."""
+    resources: dict[str, Any] = {"mem": t.mem, "gpu": t.gpu}
+    if t.HasField("cpu"):
+        resources["cpu"] = t.cpu
+    out: dict[str, Any] = {
+        "id": t.id,
+        "runtime": t.runtime,
+        "resources": resources,
+        "dependencies": [{"task": d.task, "data": d.data} for d in t.dependencies],
+        "priority": t.priority,
+        "critical": t.critical,
+    }
+    if t.HasField("deadline"):
+        out["deadline"] = t.deadline
+    if t.labels:
+        out["labels"] = dict(t.labels)
+    if t.costs:
+        out["costs"] = dict(t.costs)
+    return out
+
+
+def _workflow(request: pb.ScheduleRequest) -> dict[str, Any]:
+    """The request's workflow as the JSON /v1/schedule receives."""
+    which = request.WhichOneof("input")
+    if which == "document":
+        return _struct(request.document)
+    if which is None:
+        raise InputError("workflow", "required: a Workflow, or a document (native or WfFormat)")
+    w = request.workflow
+    out: dict[str, Any] = {"name": w.name, "tasks": [_task(t) for t in w.tasks]}
+    if w.HasField("deadline"):
+        out["deadline"] = w.deadline
+    if w.labels:
+        out["labels"] = dict(w.labels)
+    return out
 
 
 def _node(n: pb.NodeState) -> dict[str, Any]:
@@ -88,38 +141,34 @@ def _node(n: pb.NodeState) -> dict[str, Any]:
     return out
 
 
-def _evidence(e: dict[str, Any]) -> pb.Evidence:
-    msg = pb.Evidence(
-        score=e["score"],
-        alternatives=[pb.Alternative(**a) for a in e["alternatives"]],
-        rejected=[pb.Rejection(**r) for r in e["rejected"]],
-        terms=e["terms"],
-    )
-    if e.get("calibration"):
-        msg.calibration.CopyFrom(pb.AssignmentCalibration(**e["calibration"]))
-    return msg
-
-
 def plan_message(r: dict[str, Any]) -> pb.Plan:
-    """A /v1/schedule response as a Plan message."""
+    """A /v1/schedule response as a Plan message (filled in place: several times faster than nested constructors)."""
     msg = pb.Plan(
         plan_id=r["plan_id"],
         scheduler=r["scheduler"],
         fallback=r["fallback"],
         makespan=r["makespan"],
         cost=r["cost"],
-        assignments=[
-            pb.Assignment(
-                task=a["task"], node=a["node"], start=a["start"], finish=a["finish"], evidence=_evidence(a["evidence"])
-            )
-            for a in r["assignments"]
-        ],
         requested_scheduler=r["requested_scheduler"],
         workflow=r["workflow"],
-        rejected_nodes=[pb.Rejection(**x) for x in r["rejected_nodes"]],
         notes=r["notes"],
         root_id=r["root_id"] or r["plan_id"],
     )
+    add = msg.assignments.add
+    for a in r["assignments"]:
+        e = a["evidence"]
+        ev = add(task=a["task"], node=a["node"], start=a["start"], finish=a["finish"]).evidence
+        ev.score = e["score"]
+        alternative, rejection = ev.alternatives.add, ev.rejected.add
+        for x in e["alternatives"]:
+            alternative(node=x["node"], score=x["score"], start=x["start"], finish=x["finish"], chosen=x["chosen"])
+        for x in e["rejected"]:
+            rejection(node=x["node"], constraint=x["constraint"])
+        ev.terms.update(e["terms"])
+        if e.get("calibration"):
+            ev.calibration.CopyFrom(pb.AssignmentCalibration(**e["calibration"]))
+    for x in r["rejected_nodes"]:
+        msg.rejected_nodes.add(node=x["node"], constraint=x["constraint"])
     for key in ("fallback_reason", "model_version", "arm", "canary"):
         if r.get(key) is not None:
             setattr(msg, key, r[key])
@@ -140,7 +189,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     def Schedule(self, request: pb.ScheduleRequest, context: grpc.ServicerContext) -> pb.Plan:  # noqa: N802
         from dagsched.service.routes.schedule import after_plan, plan_and_save
 
-        data: dict[str, Any] = {"workflow": _struct(request.workflow), "nodes": [_node(n) for n in request.nodes]}
+        data: dict[str, Any] = {"workflow": _workflow(request), "nodes": [_node(n) for n in request.nodes]}
         if request.scheduler:
             data["scheduler"] = request.scheduler
         if request.HasField("weights"):
