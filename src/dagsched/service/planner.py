@@ -238,7 +238,11 @@ class Planner:
         """The calibration factors this process plans with now (inactive when switched off or too few runs)."""
         if self.calibrator is None:
             return Factors(enabled=False)
-        return self.calibrator.factors(config.calibration)
+        factors = self.calibrator.factors(config.calibration)
+        self.metrics.calibration_active.set(1.0 if factors.active else 0.0)
+        self.metrics.calibration_factors.labels(kind="task").set(len(factors.task) + len(factors.name))
+        self.metrics.calibration_factors.labels(kind="node").set(len(factors.node))
+        return factors
 
     def calibrate(self, wf: Any, nodes: list[NodeState], config: RuntimeConfig) -> tuple[Any, list[NodeState], Applied]:
         """The workflow and nodes with calibrated runtimes, and what changed (for the evidence)."""
