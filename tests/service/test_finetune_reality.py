@@ -136,6 +136,10 @@ def test_online_finetune_ships_only_a_winner_and_records_every_run(
     client, _ = executed
     state = client.app.state.service  # type: ignore[attr-defined]
     state.online.judge = fixed_judge(1.05, [])
+    off = client.post("/v1/finetune/runs", headers=AUTH)
+    assert off.status_code == 409 and off.json()["detail"].startswith("online_ft_interval")
+    config = client.get("/v1/config").json()
+    assert client.put("/v1/config", json={**config, "online_ft_interval": "1d"}, headers=AUTH).status_code == 200
     r = client.post("/v1/finetune/runs", headers=AUTH)
     assert r.status_code == 200, r.text
     kept = r.json()
@@ -148,7 +152,7 @@ def test_online_finetune_ships_only_a_winner_and_records_every_run(
     info = client.get("/v1/model").json()
     assert info["version"] == shipped["version"] and info["previous"] == "tiny-v1"
     runs = client.get("/v1/finetune/runs").json()
-    assert [x["verdict"] for x in runs["runs"]] == ["shipped", "kept"] and runs["interval_s"] is None
+    assert [x["verdict"] for x in runs["runs"]] == ["shipped", "kept"] and runs["interval_s"] == 86400
     assert client.post("/v1/finetune/runs").status_code == 401
     assert (
         'dagsched_online_finetune_runs_total{trigger="request",verdict="shipped"} 1.0' in client.get("/v1/metrics").text

@@ -84,9 +84,16 @@ def finetune_runs(
     return {"interval_s": state.config.online_ft_interval, "window_s": state.config.online_ft_window, "runs": runs}
 
 
-@router.post("/v1/finetune/runs", dependencies=[Authorized], responses={409: {"description": "one is running"}})
+@router.post(
+    "/v1/finetune/runs",
+    dependencies=[Authorized],
+    responses={409: {"description": "online fine-tuning is off, or a fine-tune is running"}},
+)
 def finetune_now(state: State) -> dict[str, Any]:
-    """Run an online fine-tune now, on this replica (seconds to minutes): its record. 409 while another runs."""
+    """Run an online fine-tune now, on this replica (seconds to minutes), without waiting for its interval: its
+    record. 409 when online fine-tuning is off (no `online_ft_interval`) or another fine-tune runs."""
+    if state.config.online_ft_interval is None:
+        raise HTTPException(409, "online_ft_interval: online fine-tuning is off; set it in the runtime config")
     row = state.online.run_once("request")
     if row is None:
         raise HTTPException(409, "finetune: another fine-tune is running (on this or another replica)")
