@@ -108,3 +108,27 @@ def test_gap_command_prints_and_refuses_bad_flags(store_with_bad_logs: tuple[str
     assert bad.exit_code == 2 and "--since" in bad.output
     missing = runner.invoke(cli_app, ["gap", "--store", f"sqlite:///{tmp_path / 'none.sqlite'}"])
     assert missing.exit_code == 2 and "--store" in missing.output
+
+
+def test_the_run_cache_reads_what_a_full_read_gives(store_with_bad_logs: tuple[str, dict[str, str]]) -> None:
+    """The service's incremental reader (only the events stored since its last read) gives the runs a full read
+    gives, after more events arrive too."""
+    from dagsched.service.reality import RunCache
+
+    url, bad = store_with_bad_logs
+    store = Store(url)
+
+    def same() -> None:
+        full = read_runs(store, 0.0, "test", outlier_bound=10.0)
+        cached = cache.read(0.0, 1000, 10.0)
+        assert [(r.root_id, r.tasks, r.faults, r.achieved_makespan) for r in cached] == [
+            (r.root_id, r.tasks, r.faults, r.achieved_makespan) for r in full.runs
+        ]
+
+    cache = RunCache(store, "test")
+    same()
+    store.add_event(bad["outlier"], "task_started", "clean_a", "n2", 100_001.0, {"elapsed_s": None})
+    store.add_event(bad["outlier"], "task_finished", "clean_a", "n2", 100_031.0, {"elapsed_s": None})
+    same()
+    assert any(t.task == "clean_a" for r in cache.read(0.0, 1000, 10.0) if r.root_id == bad["outlier"] for t in r.tasks)
+    store.close()

@@ -17,6 +17,7 @@ labels are never read; how many there were is reported. Nothing is changed in th
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -283,14 +284,50 @@ def read_runs(
     return log
 
 
+class RunCache:
+    """The executed runs of one environment, kept between reads: a read fetches only the events stored since the
+    last one and rebuilds only their runs, so a service re-reading its window every few seconds does work in
+    proportion to what was reported meanwhile, not to the window."""
+
+    def __init__(self, store: Any, environment: str) -> None:
+        self.store = store
+        self.environment = environment
+        self.runs: dict[str, Run] = {}
+        self.last_event = 0
+        self.outlier_bound: float | None = None
+        self._lock = threading.Lock()
+
+    def read(self, since: float, limit: int, outlier_bound: float) -> list[Run]:
+        """The newest `limit` runs planned at or after `since`, oldest first."""
+        with self._lock:
+            if outlier_bound != self.outlier_bound:  # the audit changed: rebuild everything
+                self.runs, self.last_event, self.outlier_bound = {}, 0, outlier_bound
+            fresh = self.store.events_after(self.last_event, since)
+            if fresh:
+                self.last_event = fresh[-1][0]
+                roots = sorted({root for _, root in fresh})
+                rows = [
+                    r
+                    for r in self.store.plans_by_ids(roots)
+                    if r["id"] == r["root_id"] and r["environment"] == self.environment
+                ]
+                events = self.store.events_of([r["id"] for r in rows])
+                for row in rows:
+                    self.runs[row["id"]] = rebuild(row, events[row["id"]], outlier_bound)
+            for root in [k for k, r in self.runs.items() if r.created_at < since]:
+                del self.runs[root]
+            newest = sorted(self.runs.values(), key=lambda r: (r.created_at, r.root_id))[-limit:]
+            return newest
+
+
 def calibration_reader(store: Any, environment: str) -> Any:
     """`read(settings, now)` for a `Calibrator`: this environment's clean observations in the window, and the
-    number of executed runs they come from."""
+    number of executed runs they come from (through a `RunCache`)."""
+    cache = RunCache(store, environment)
 
     def read(settings: Any, now: float) -> tuple[list[Observation], int]:
-        log = read_runs(store, now - settings.window_s, environment, settings.max_runs, settings.outlier_bound, now)
-        observations = log.observations()
-        return list(observations), sum(1 for r in log.runs if r.clean and r.tasks)
+        runs = [r for r in cache.read(now - settings.window_s, settings.max_runs, settings.outlier_bound) if r.clean]
+        return [t for r in runs for t in r.tasks], sum(1 for r in runs if r.tasks)
 
     return read
 

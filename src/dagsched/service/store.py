@@ -460,6 +460,16 @@ class Store:
         with self.engine.connect() as conn:
             return {str(label): int(n) for label, n in conn.execute(q)}
 
+    def events_after(self, after_id: int, created_since: float) -> list[tuple[int, str]]:
+        """(id, root_id) of the events stored after event `after_id` and at or after `created_since`, in order."""
+        q = (
+            sa.select(events.c.id, events.c.root_id)
+            .where(events.c.id > after_id, events.c.created_at >= created_since)
+            .order_by(events.c.id)
+        )
+        with self.engine.connect() as conn:
+            return [(int(i), str(r)) for i, r in conn.execute(q)]
+
     def events_of(self, root_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
         """The events of each chain, in the order they were stored (not sorted by time: an audit checks that)."""
         out: dict[str, list[dict[str, Any]]] = {r: [] for r in root_ids}
