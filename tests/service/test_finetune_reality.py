@@ -168,6 +168,7 @@ def test_online_finetune_runs_on_its_interval_and_on_a_skew_trip(
     config = client.get("/v1/config").json()
     r = client.put("/v1/config", json={**config, "online_ft_interval": "1h", "online_ft_window": "2h"}, headers=AUTH)
     assert r.status_code == 200 and r.json()["online_ft_interval"] == 3600.0 and r.json()["online_ft_window"] == 7200
+    state.online.last_run -= 600  # a skew trip starts a run when none ran in the last ten minutes
     skewed = drift_nodes()
     skewed[0]["free"] = {"cpu": 0.5, "mem": 16}  # utilisation 0.875, 0, 0, 0: std 0.38 over the 0.35 threshold
     assert client.post("/v1/schedule", json={"workflow": ml_pipeline(50), "nodes": skewed}).status_code == 200

@@ -132,9 +132,9 @@ class RuntimeConfig(BaseModel):
     calibration: Calibration = Field(default_factory=Calibration)
     canary: Canary | None = Field(None, description="a candidate released in stages; None: no canary")
     online_ft_interval: float | None = Field(
-        None, gt=0, description="seconds (or 30m, 6h, 1d) between online fine-tunes on the logs; None: off"
+        None, ge=60, description="seconds (or 30m, 6h, 1d) between online fine-tunes on the logs; None: off"
     )
-    online_ft_window: float = Field(86400.0, gt=0, description="seconds of logged plans an online fine-tune reads")
+    online_ft_window: float = Field(86400.0, ge=60, description="seconds of logged plans an online fine-tune reads")
 
     _compiled: list[Rule] = PrivateAttr(default_factory=list)
 

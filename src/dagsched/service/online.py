@@ -3,7 +3,7 @@ monitor trips, and ships a model only when it wins on held-out logged problems.
 
 Off unless the runtime config sets `online_ft_interval` (seconds, or 30m, 6h, 1d). Then a background thread of
 each replica starts a run when the interval has passed since the last one, or at once when this replica's load
-skew monitor trips (the cluster drifted from what the model saw); a run reads this environment's first plans of
+skew monitor trips (the cluster drifted from what the model saw; at most once in ten minutes); a run reads this environment's first plans of
 the last `online_ft_window`, on their executed runtimes (calibrated) when enough runs were reported, else on the
 requested ones. The event log's faulty runs are left out and counted in the run's report (the command refuses
 them instead, unless `--allow-faults`). A winner is validated and swapped in like an upload and published to
@@ -28,6 +28,9 @@ log = logging.getLogger("dagsched.service")
 
 LEASE = "online-finetune"
 POLL_S = 1.0
+SKEW_GAP_S = 600.0
+"""A load-skew trip starts a run only when the last one ended at least this long ago (a skewed cluster trips the
+monitor again and again)."""
 
 
 class OnlineFinetuner:
@@ -46,7 +49,10 @@ class OnlineFinetuner:
         self._thread.start()
 
     def request(self, trigger: str) -> None:
-        """Ask for a run as soon as the thread can (when online fine-tuning is on)."""
+        """Ask for a run as soon as the thread can (when online fine-tuning is on, and for a skew trip when the last
+        run is older than SKEW_GAP_S)."""
+        if trigger == "skew" and time.monotonic() - self.last_run < SKEW_GAP_S:
+            return
         if self.state.config.online_ft_interval is not None:
             self._pending = trigger
             self._wake.set()
