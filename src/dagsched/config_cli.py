@@ -1,9 +1,10 @@
 """A Typer command generated from a config dataclass: one option per field, its help the field's docstring.
 
 A run's settings are written once, as a frozen dataclass with a one-line docstring under every field (CleanRL's
-habit); `command_from` makes the command line from it, so a new setting is one new field, never a flag written
-again beside it. `--since-s` is field `since_s`; a bool is a flag; `Path | None` and `str | None` take a value or
-stay unset; a field's `choices` metadata makes the option refuse other values.
+habit); `command_from_config` makes the command line from it, so a new setting is one new field, never a flag
+written again beside it. Field `max_problems` is option `--max-problems`; int, float and str fields take their
+value; a bool is a `--x/--no-x` flag; a `Literal[...]` takes one of its values; `str | None` takes a value or
+stays unset. The dataclass's own checks run on the config it builds.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import textwrap
 import types
 import typing
 from collections.abc import Callable
-from typing import Annotated, Any
+from enum import Enum
+from typing import Any
 
 import typer
 
@@ -33,47 +35,36 @@ def field_docs(cls: type) -> dict[str, str]:
     return docs
 
 
-def _option_type(annotation: Any) -> Any:
-    """The type Typer parses for a field annotated `annotation` (Optional unwrapped to `T | None`)."""
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        return args[0] | None if len(args) == 1 else annotation
-    return annotation
+def _option(name: str, kind: Any, default: Any, help_text: str) -> tuple[Any, Any, Callable[[Any], Any]]:
+    """(annotation, typer option, converter to the field's value) of one field."""
+    flag = "--" + name.replace("_", "-")
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if kind is bool:
+        return bool, typer.Option(default, f"{flag}/--no-{flag[2:]}", help=help_text), bool
+    if kind in (int, float, str):
+        return kind, typer.Option(default, flag, help=help_text), kind
+    if origin is typing.Literal:
+        choices = Enum(name, {str(a): str(a) for a in args})  # type: ignore[misc]
+        return choices, typer.Option(choices(str(default)), flag, help=help_text), lambda c: str(c.value)
+    if origin in (types.UnionType, typing.Union) and args == (str, type(None)):
+        return str | None, typer.Option(default, flag, help=help_text), lambda v: v
+    raise TypeError(f"field {name}: type {kind!r} has no command-line form")
 
 
-def command_from(cls: type, run: Callable[[Any], None], doc: str | None = None) -> Callable[..., None]:
-    """A Typer command whose options are `cls`'s fields; it builds `cls(**options)` and calls `run` with it."""
+def command_from_config(cls: type, run: Callable[[Any], None], doc: str | None = None) -> Callable[..., None]:
+    """A Typer command whose options are `cls`'s fields (each needs a default); it calls `run(cls(**options))`."""
     hints = typing.get_type_hints(cls)
     docs = field_docs(cls)
-    params = []
+    params, converters = [], {}
     for f in dataclasses.fields(cls):
-        kind = _option_type(hints[f.name])
-        flag = "--" + f.name.replace("_", "-")
-        help_text = docs.get(f.name, "")
-        choices = f.metadata.get("choices")
-        if choices:
-            help_text += f" ({' or '.join(choices)})"
-        option = typer.Option(flag, help=help_text, show_default=True)
-        default = f.default if f.default is not dataclasses.MISSING else ...
-        if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-            default = f.default_factory()  # type: ignore[misc]
-        params.append(
-            inspect.Parameter(
-                f.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, option]
-            )
-        )
+        if f.default is dataclasses.MISSING:
+            raise TypeError(f"field {f.name} needs a default to be an option")
+        annotation, option, convert = _option(f.name, hints[f.name], f.default, docs.get(f.name, ""))
+        converters[f.name] = convert
+        params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation))
 
     def command(**options: Any) -> None:
-        for f in dataclasses.fields(cls):
-            choices = f.metadata.get("choices")
-            if choices and options[f.name] not in choices:
-                from dagsched.console import fail
-                from dagsched.model.errors import InputError
-
-                flag = "--" + f.name.replace("_", "-")
-                raise fail(InputError(flag, f"expected one of {', '.join(choices)}, got {options[f.name]!r}"))
-        run(cls(**options))
+        run(cls(**{k: converters[k](v) for k, v in options.items()}))
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__doc__ = doc or cls.__doc__

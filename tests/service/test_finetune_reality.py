@@ -106,7 +106,7 @@ def test_the_command_line_is_generated_from_the_config() -> None:
     docs = field_docs(ft.FinetuneConfig)
     names = [f.name for f in dataclasses.fields(ft.FinetuneConfig)]
     assert set(docs) == set(names)
-    help_text = " ".join(CliRunner().invoke(cli_app, ["finetune", "--help"]).output.split())
+    help_text = " ".join(CliRunner().invoke(cli_app, ["finetune", "--help"], env={"COLUMNS": "400"}).output.split())
     for name in names:
         assert "--" + name.replace("_", "-") in help_text
     assert "Adam learning rate" in help_text

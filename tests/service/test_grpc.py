@@ -122,6 +122,7 @@ def test_explain_and_health(both: tuple[TestClient, Client]) -> None:
     assert _error(lambda: rpc.explain("")).code() == grpc.StatusCode.INVALID_ARGUMENT
     health = rpc.health()
     assert health.ready and health.status == "ready" and health.store == "ok" and health.model == "tiny-v1"
+    assert http.get("/v1/stats").json()["grpc"]["port"] == http.app.state.grpc.port  # type: ignore[attr-defined]
 
 
 def test_report_event_needs_the_token_and_keeps_the_order(both: tuple[TestClient, Client]) -> None:

@@ -167,6 +167,7 @@ def test_overview_shows_the_live_numbers(page, api: httpx.Client) -> None:
     expect(p.locator("[data-metric=breaker]")).to_have_text("closed")
     expect(p.locator("[data-metric=ready]")).to_have_text("ready")
     expect(p.locator("[data-metric=decision-p50]")).to_have_text(re.compile(r"^\d+\.\d+ ms$"))
+    expect(p.locator("[data-metric=grpc]")).to_have_text("off")  # this test's server serves HTTP only
     assert p.locator(".page a[href^='#/plans/']").count() == 5  # the latest plans
     shoot(p, "overview")
     assert console.errors == []

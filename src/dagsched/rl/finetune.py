@@ -14,9 +14,9 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from dagsched.model.compiled import CompiledProblem
@@ -27,24 +27,24 @@ if TYPE_CHECKING:
 class FinetuneConfig:
     """What to read, how to fine-tune, and when the result is good enough to ship."""
 
-    store: str
-    """decision store URL (sqlite:///file.sqlite or postgresql://...)"""
+    store: str = ""
+    """decision store URL (sqlite:///file.sqlite or postgresql://...); required"""
     env: str = "prod"
     """only plans stored with this environment label are read (others never enter)"""
     since: str = "24h"
     """window of plans read: 30m, 24h, 7d (units s, m, h, d, w)"""
-    runtimes: str = field(default="requested", metadata={"choices": ("requested", "executed")})
+    runtimes: Literal["requested", "executed"] = "requested"
     """train on the runtimes requests declared, or on the executed ones (each problem calibrated by the factors
     its environment's executed runs give; the event log must pass the audit)"""
     allow_faults: bool = False
     """with --runtimes executed: train without the faulty runs instead of refusing the log"""
     outlier_bound: float = 10.0
     """an executed task past this many times (or under 1/this) its declared runtime is an outlier"""
-    model: Path | None = None
+    model: str | None = None
     """policy stem to start from (default: the shipped model)"""
     service: str | None = None
     """service URL to upload a winner to (token: DAGSCHED_API_TOKEN); without it the winner goes to --out"""
-    out: Path = Path("dagsched-finetune")
+    out: str = "dagsched-finetune"
     """folder for a winner's files (without --service, or when its upload fails)"""
     holdout: float = 0.25
     """share of plans held out to judge on (by hash of the plan id)"""
@@ -75,6 +75,12 @@ class FinetuneConfig:
         """InputError naming the option of the first bad value."""
         from dagsched.model.errors import InputError
 
+        if not self.store.strip():
+            raise InputError(
+                "--store", "required: the decision store's URL (sqlite:///file.sqlite or postgresql://...)"
+            )
+        if self.runtimes not in ("requested", "executed"):
+            raise InputError("--runtimes", f"expected requested or executed, got {self.runtimes!r}")
         if not self.env.strip():
             raise InputError("--env", "give an environment label, e.g. prod")
         self.since_s  # noqa: B018  (parses, or names --since)

@@ -300,7 +300,7 @@ def run(
     from dagsched.policy import shipped_model_path
     from dagsched.policy.files import PolicyFileError, load_policy
 
-    out = cfg.out if out is None else out
+    out = Path(cfg.out) if out is None else out
     reality: dict[str, Any] = {}
     problems, skipped = read_logged_problems(
         cfg.store, cfg.env, cfg.since_s, cfg.max_problems, now, cfg.runtimes, cfg.allow_faults, cfg.outlier_bound,
@@ -317,7 +317,7 @@ def run(
     if current is not None:
         old, parent = current.policy, current.version
     else:
-        stem = cfg.model if cfg.model is not None else shipped_model_path()
+        stem = Path(cfg.model) if cfg.model is not None else shipped_model_path()
         try:
             old = load_policy(stem)
         except PolicyFileError as err:
@@ -475,9 +475,9 @@ def run_command(cfg: FinetuneConfig) -> None:
 
 def finetune_command() -> Callable[..., None]:
     """The `dagsched finetune` command, its options generated from FinetuneConfig."""
-    from dagsched.config_cli import command_from
+    from dagsched.config_cli import command_from_config
 
-    return command_from(
+    return command_from_config(
         FinetuneConfig,
         run_command,
         "Fine-tune the serving model on one environment's logged plans (requested or executed runtimes); ship it "

@@ -1,15 +1,15 @@
 """Online fine-tuning: the service runs `dagsched finetune` on its own logs, on an interval and when the skew
 monitor trips, and ships a model only when it wins on held-out logged problems.
 
-Off unless the runtime config sets `online_ft_interval` (seconds, or 30m, 6h, 1d). Then a background thread of
-each replica starts a run when the interval has passed since the last one, or at once when this replica's load
-skew monitor trips (the cluster drifted from what the model saw; at most once in ten minutes); a run reads this environment's first plans of
-the last `online_ft_window`, on their executed runtimes (calibrated) when enough runs were reported, else on the
-requested ones. The event log's faulty runs are left out and counted in the run's report (the command refuses
-them instead, unless `--allow-faults`). A winner is validated and swapped in like an upload and published to
-every replica through the store; a loser is dropped. Every run is a row of `finetune_runs` with its trigger and
-verdict (shipped, kept, too_few, failed), read by `GET /v1/finetune/runs`. One replica at a time runs (a lease
-in the store).
+Off unless the runtime config sets `online_ft_interval` (seconds, at least 60, or 30m, 6h, 1d). Then a background
+thread of each replica starts a run when the interval has passed since the last one, or at once when this
+replica's load skew monitor trips (the cluster drifted from what the model saw; at most once in ten minutes). A run
+reads this environment's first plans of the last `online_ft_window`, on their executed runtimes (calibrated) when
+enough runs were reported, else on the requested ones. The event log's faulty runs are left out and counted in the
+run's report (the command refuses them instead, unless `--allow-faults`). A winner is validated and swapped in like
+an upload and published to every replica through the store; a loser is dropped. Every run is a row of
+`finetune_runs` with its trigger and verdict (shipped, kept, too_few, failed), read by `GET /v1/finetune/runs`. One
+replica at a time runs (a lease in the store).
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ class OnlineFinetuner:
                     runtimes=runtimes,
                     allow_faults=True,
                     outlier_bound=config.calibration.outlier_bound,
-                    out=Path(state.settings.model_dir) / "finetuned",
+                    out=str(Path(state.settings.model_dir) / "finetuned"),
                 )
                 try:
                     outcome = run(cfg, current=state.models.current, judge=self.judge, ship=self._ship)

@@ -287,7 +287,7 @@ class Planner:
         latency_s = time.perf_counter() - t_start
         self._observe(chosen, latency_s, route)
         planned = self.build_records(
-            wf, req, config, cp, allowed, chosen, assignments, rejected_nodes, root_id or None, offset_s, applied
+            wf, req, requested, config, cp, allowed, chosen, assignments, rejected_nodes, root_id, offset_s, applied
         )
         planned.route = route
         if route is not None:
@@ -400,6 +400,7 @@ class Planner:
         self,
         wf: Any,
         req: ScheduleRequest,
+        requested: str,
         config: RuntimeConfig,
         cp: CompiledProblem,
         allowed: np.ndarray,
@@ -422,7 +423,7 @@ class Planner:
             "cost": result.metrics.cost,
             "assignments": assignments,
             "fallback_reason": chosen.fallback_reason,
-            "requested_scheduler": req.scheduler or config.default_scheduler,
+            "requested_scheduler": requested,
             "workflow": wf.name,
             "model_version": chosen.model_version,
             "objective": objective(cp, result, req.weights or config.reward_weights),

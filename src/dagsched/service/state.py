@@ -71,6 +71,7 @@ class ServiceState:
         self.planner.router = self.canary.route
         self.online = OnlineFinetuner(self)
         self.planner.skew.on_trip = lambda _std: self.online.request("skew")
+        self.grpc_port: int | None = None  # where this process also serves gRPC (set when the server starts)
         self.revision = 0  # the `serving` revision this replica has applied
         self.sync_error: str | None = None
         self.changing = threading.RLock()
