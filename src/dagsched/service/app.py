@@ -67,7 +67,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
             if app.state.grpc is not None:
-                app.state.grpc.stop(grace=2).wait()
+                app.state.grpc.stop(grace=2)
             state.close()
             gc.unfreeze()  # several apps in one process (tests): let the collector see this one's garbage again
 

@@ -10,6 +10,11 @@ call's metadata (UNAUTHENTICATED without it, PERMISSION_DENIED when the server h
 ExtenderArgs is INVALID_ARGUMENT naming the field (over HTTP kube-scheduler needs a 200 whose `error` says it).
 Messages are at most `DAGSCHED_MAX_BODY_BYTES` (2 MB), as HTTP bodies.
 
+The server is grpc's asyncio server on an event loop of its own thread, and each RPC runs on that thread: a plan
+holds the planner's lock anyway (one plan at a time per process, as over HTTP), and the sync server's hand-off of
+every call to a worker thread cost more than it saved (benchmarks/bench_grpc.py: p99 of a 20-task plan 10 to 15 %
+over HTTP's with it, level without).
+
 `dagsched serve --grpc-port 50051` serves it; `dagsched.service.rpc.client` has a small client.
 """
 
@@ -46,11 +51,13 @@ _HTTP_CODES = {
 
 
 def _handler(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Run an RPC; turn the HTTP API's errors into their status codes, and count every call by its code."""
+    """Run an RPC on the server's event loop thread (the planning it does is serialised by the planner's lock
+    anyway, and a thread hop per call cost more than it saved); turn the HTTP API's errors into their status codes,
+    and count every call by its code."""
     name = method.__name__
 
     @functools.wraps(method)
-    def call(self: SchedulerService, request: Any, context: grpc.ServicerContext) -> Any:
+    async def call(self: SchedulerService, request: Any, context: grpc.aio.ServicerContext) -> Any:
         code, details = grpc.StatusCode.OK, ""
         try:
             return method(self, request, context)
@@ -65,7 +72,7 @@ def _handler(method: Callable[..., Any]) -> Callable[..., Any]:
             code, details = grpc.StatusCode.INTERNAL, f"internal error: {type(err).__name__}: {err}"
         finally:
             self.state.metrics.grpc_requests.labels(method=name, code=code.name).inc()
-        context.abort(code, details)
+        await context.abort(code, details)
 
     return call
 
@@ -186,7 +193,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         self.background = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="dagsched-grpc-after")
 
     @_handler
-    def Schedule(self, request: pb.ScheduleRequest, context: grpc.ServicerContext) -> pb.Plan:  # noqa: N802
+    def Schedule(self, request: pb.ScheduleRequest, context: grpc.aio.ServicerContext) -> pb.Plan:  # noqa: N802
         from dagsched.service.routes.schedule import after_plan, plan_and_save
 
         data: dict[str, Any] = {"workflow": _workflow(request), "nodes": [_node(n) for n in request.nodes]}
@@ -212,7 +219,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         return args
 
     @_handler
-    def Filter(self, request: pb.ExtenderArgs, context: grpc.ServicerContext) -> pb.FilterResult:  # noqa: N802
+    def Filter(self, request: pb.ExtenderArgs, context: grpc.aio.ServicerContext) -> pb.FilterResult:  # noqa: N802
         try:
             result = k8s.filter_nodes(self._extender_args(request), self.state.config.compiled_rules)
         except Exception:
@@ -230,7 +237,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         return msg
 
     @_handler
-    def Prioritize(self, request: pb.ExtenderArgs, context: grpc.ServicerContext) -> pb.HostPriorityList:  # noqa: N802
+    def Prioritize(self, request: pb.ExtenderArgs, context: grpc.aio.ServicerContext) -> pb.HostPriorityList:  # noqa: N802
         args = self._extender_args(request)
         try:
             task = k8s.pod_task(args["pod"])
@@ -243,7 +250,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         return pb.HostPriorityList(priorities=[pb.HostPriority(host=h["host"], score=h["score"]) for h in result])
 
     @_handler
-    def Explain(self, request: pb.ExplainRequest, context: grpc.ServicerContext) -> pb.Explanation:  # noqa: N802
+    def Explain(self, request: pb.ExplainRequest, context: grpc.aio.ServicerContext) -> pb.Explanation:  # noqa: N802
         from dagsched.service.routes.plans import explain
         from dagsched.service.schemas import ExplainResponse
 
@@ -256,7 +263,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         return msg
 
     @_handler
-    def Health(self, request: pb.HealthRequest, context: grpc.ServicerContext) -> pb.HealthReply:  # noqa: N802
+    def Health(self, request: pb.HealthRequest, context: grpc.aio.ServicerContext) -> pb.HealthReply:  # noqa: N802
         problem = self.state.ping_store()
         current = self.state.models.current
         msg = pb.HealthReply(ready=problem is None, status="ready" if problem is None else "not ready")
@@ -266,7 +273,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         return msg
 
     @_handler
-    def ReportEvent(self, request: pb.Event, context: grpc.ServicerContext) -> pb.EventReply:  # noqa: N802
+    def ReportEvent(self, request: pb.Event, context: grpc.aio.ServicerContext) -> pb.EventReply:  # noqa: N802
         from dagsched.service.routes.events import post_event
 
         self._authorize(context)
@@ -285,7 +292,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         msg.changed.update({"changed": out["changed"]})
         return msg
 
-    def _authorize(self, context: grpc.ServicerContext) -> None:
+    def _authorize(self, context: grpc.aio.ServicerContext) -> None:
         """The HTTP API's bearer token, from the call's `authorization` metadata."""
         token = self.state.settings.api_token
         if token is None:
@@ -298,19 +305,53 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             raise HTTPException(401, "wrong bearer token")
 
 
-def start(state: Any, host: str, port: int, workers: int = 8) -> grpc.Server:
+class Server:
+    """The gRPC server of one process, on an event loop of its own thread."""
+
+    def __init__(self, state: Any, host: str, port: int) -> None:
+        import asyncio
+        import threading
+
+        self.loop = asyncio.new_event_loop()
+        self.port = 0
+        started = threading.Event()
+        failure: list[BaseException] = []
+
+        async def serve() -> None:
+            limit = state.settings.max_body_bytes
+            self.server = grpc.aio.server(
+                options=[("grpc.max_receive_message_length", limit), ("grpc.so_reuseport", 1)]
+            )
+            pb_grpc.add_SchedulerServicer_to_server(SchedulerService(state), self.server)
+            self.port = self.server.add_insecure_port(f"{host}:{port}")
+            await self.server.start()
+
+        def run() -> None:
+            asyncio.set_event_loop(self.loop)
+            try:
+                self.loop.run_until_complete(serve())
+            except BaseException as err:  # noqa: BLE001  (handed to the starting thread)
+                failure.append(err)
+                started.set()
+                return
+            started.set()
+            self.loop.run_forever()
+
+        self.thread = threading.Thread(target=run, name="dagsched-grpc", daemon=True)
+        self.thread.start()
+        started.wait(60)
+        if failure or not self.port:
+            raise RuntimeError(f"gRPC: cannot listen on {host}:{port}: {failure[0] if failure else 'port in use'}")
+        log.info("gRPC on %s:%d", host, self.port)
+
+    def stop(self, grace: float = 2.0) -> None:
+        import asyncio
+
+        asyncio.run_coroutine_threadsafe(self.server.stop(grace), self.loop).result(timeout=grace + 10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+
+
+def start(state: Any, host: str, port: int) -> Server:
     """Serve the RPCs on host:port (0: a free port; `server.port` says which) for one process's state."""
-    limit = state.settings.max_body_bytes
-    server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dagsched-grpc"),
-        options=[("grpc.max_receive_message_length", limit), ("grpc.so_reuseport", 1)],
-    )
-    service = SchedulerService(state)
-    pb_grpc.add_SchedulerServicer_to_server(service, server)
-    bound = server.add_insecure_port(f"{host}:{port}")
-    if bound == 0:
-        raise RuntimeError(f"gRPC: cannot listen on {host}:{port}")
-    server.port = bound  # type: ignore[attr-defined]
-    server.start()
-    log.info("gRPC on %s:%d", host, bound)
-    return server
+    return Server(state, host, port)
