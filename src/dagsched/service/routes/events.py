@@ -178,7 +178,8 @@ def post_event(body: EventRequest, state: State) -> dict[str, Any]:
         raise InputError("node", f"required for {body.kind}")
     if body.kind == "task_overran" and body.elapsed_s is None:
         raise InputError("elapsed_s", "required for task_overran: how long the task has run so far")
-    _check_order(state.store.events(root["id"]), planned, body)
+    history = state.store.events(root["id"])
+    _check_order(history, planned, body)
     state.metrics.events.labels(kind=body.kind).inc()
 
     payload: dict[str, Any] = {"elapsed_s": body.elapsed_s}
@@ -225,7 +226,9 @@ def post_event(body: EventRequest, state: State) -> dict[str, Any]:
                 )
     canary = state.config.canary
     if canary is not None and body.kind == "task_finished" and root["response"].get("canary") == canary.id:
-        state.canary.evaluate()  # a workflow of the canary may have finished: judge its stage
+        now = {"kind": body.kind, "task": body.task, "node": body.node, "at": body.at, "payload": payload}
+        if _chain_state([*history, now], planned)["done"] >= all_tasks:
+            state.canary.evaluate()  # a workflow of the canary finished: judge its stage
     return {
         "plan_id": new_id,
         "root_id": root["id"],
