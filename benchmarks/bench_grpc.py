@@ -94,15 +94,16 @@ def main() -> None:
                     wall[name] += time.perf_counter() - t_block
                     cpu[name] += _server_cpu_s(proc.pid) - cpu0
             print(
-                f"20-task {body['workflow']['name']} on hetero-16 by {first.scheduler} (makespan {first.makespan:.1f} s), "
-                f"one server process, one client, {args.rounds} alternating blocks of {args.calls} calls each"
+                f"20-task {body['workflow']['name']} on hetero-16 by {first.scheduler} "
+                f"(makespan {first.makespan:.1f} s), one server process, one client, "
+                f"{args.rounds} alternating blocks of {args.calls} calls each"
             )
             for name in calls:
                 q = statistics.quantiles(lat[name], n=100, method="inclusive")
                 n = len(lat[name])
                 print(
-                    f"{name:<24} {n / wall[name]:7.1f} calls/s   p50 {q[49] * 1e3:6.2f} ms   p99 {q[98] * 1e3:6.2f} ms   "
-                    f"server CPU {cpu[name] / n * 1e3:5.2f} ms/call   (n={n})"
+                    f"{name:<24} {n / wall[name]:7.1f} calls/s   p50 {q[49] * 1e3:6.2f} ms   "
+                    f"p99 {q[98] * 1e3:6.2f} ms   server CPU {cpu[name] / n * 1e3:5.2f} ms/call   (n={n})"
                 )
             channel.close()
         finally:

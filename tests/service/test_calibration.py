@@ -217,8 +217,10 @@ def test_a_replan_after_an_event_is_calibrated(reality_client) -> None:
     plan = client.post("/v1/schedule", json=_body(50)).json()
     assert plan["calibration"]["active"]
     ingest = next(a for a in plan["assignments"] if a["task"] == "ingest")
-    for body in ({"kind": "task_started", "task": "ingest", "node": ingest["node"], "at": 0.0},
-                 {"kind": "node_up", "node": "n0", "at": 1.0}):  # fmt: skip  (node_up always re-plans)
+    for body in (
+        {"kind": "task_started", "task": "ingest", "node": ingest["node"], "at": 0.0},
+        {"kind": "node_up", "node": "n0", "at": 1.0},
+    ):  # fmt: skip  (node_up always re-plans)
         r = client.post("/v1/events", json={"plan_id": plan["plan_id"], **body}, headers=AUTH)
         assert r.status_code == 200, r.text
     out = r.json()

@@ -1,6 +1,6 @@
 """Two `dagsched serve` processes on one store, nothing else shared: plans read across replicas, and model
-uploads, rollbacks, config changes and canary steps reach every replica through the store (SQLite file; PostgreSQL too when
-DAGSCHED_TEST_PG_URL is set, as .ci/run does)."""
+uploads, rollbacks, config changes and canary steps reach every replica through the store (SQLite file; PostgreSQL
+too when DAGSCHED_TEST_PG_URL is set, as .ci/run does)."""
 
 from __future__ import annotations
 
