@@ -1,4 +1,5 @@
-"""A Typer command generated from a config dataclass: one option per field, its help the field's docstring.
+"""A Typer command generated from a config dataclass (one option per field, its help the field's docstring), and
+the durations options take (`30m`, `24h`, `7d`).
 
 A run's settings are written once, as a frozen dataclass with a one-line docstring under every field (CleanRL's
 habit); `command_from_config` makes the command line from it, so a new setting is one new field, never a flag
@@ -12,6 +13,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import re
 import textwrap
 import types
 import typing
@@ -20,6 +22,19 @@ from enum import Enum
 from typing import Any
 
 import typer
+
+from dagsched.model.errors import InputError
+
+_UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+
+
+def parse_duration(text: str, flag: str = "--since") -> float:
+    """'30m', '24h', '7d' (also s and w) -> seconds; anything else is an InputError naming the flag."""
+    m = _DURATION.match(text or "")
+    if m is None or float(m.group(1)) <= 0:
+        raise InputError(flag, f"expected a positive duration like 30m, 24h or 7d (units s, m, h, d, w), got {text!r}")
+    return float(m.group(1)) * _UNITS_S[m.group(2)]
 
 
 def field_docs(cls: type) -> dict[str, str]:

@@ -36,13 +36,17 @@ def _counts(url: str) -> dict[str, int]:
 
 @pytest.fixture
 def store_with_bad_logs(make_settings: Callable[..., Settings], tmp_path) -> tuple[str, dict[str, str]]:
-    """Three clean runs (environment `test`), then one run per fault, written straight into the store as a broken
-    executor or an import would, and one clean run labelled `dev`."""
+    """Three clean runs (environment `test`), a fourth re-planned by a replica labelled `dev`, then one run per fault
+    of the events, written straight into the store as a broken executor or an import would, and one clean run
+    labelled `dev`."""
     url = f"sqlite:///{tmp_path / 'audit.sqlite'}"
     with TestClient(create_app(make_settings(store_url=url))) as c:
         for i in range(3):
             plan_and_run(c, {"workflow": ml_pipeline(i), "nodes": drift_nodes(), "scheduler": "heft"}, Truth(), TOKEN)
-        bad = {}
+        foreign, _ = plan_and_run(
+            c, {"workflow": ml_pipeline(3), "nodes": drift_nodes(), "scheduler": "heft"}, Truth(), TOKEN
+        )
+        bad = {"other_environment": foreign["plan_id"]}
         for fault in ("duplicate", "out_of_order", "non_positive_duration", "outlier"):
             r = c.post("/v1/schedule", json={"workflow": ml_pipeline(10), "nodes": drift_nodes(), "scheduler": "heft"})
             bad[fault] = r.json()["plan_id"]
@@ -64,6 +68,9 @@ def store_with_bad_logs(make_settings: Callable[..., Settings], tmp_path) -> tup
     add(bad["non_positive_duration"], "task_finished", "ingest", 10.0)
     add(bad["outlier"], "task_started", "ingest", ingest_s)
     add(bad["outlier"], "task_finished", "ingest", 100_000.0)
+    root = store.get_plan(bad["other_environment"])
+    assert root is not None
+    store.save_plan({**root, "id": "replan-by-dev", "environment": "dev"}, [])
     store.close()
     return url, bad
 
@@ -76,19 +83,25 @@ def test_each_fault_is_named_and_kept_out(store_with_bad_logs: tuple[str, dict[s
     store.close()
     assert _counts(url) == before  # reading stored nothing and removed nothing
     counts = log.fault_counts()
-    assert counts == {"duplicate": 1, "out_of_order": 1, "non_positive_duration": 1, "outlier": 1, "unreadable": 0}
+    assert counts == {
+        "duplicate": 1, "out_of_order": 1, "non_positive_duration": 1, "outlier": 1, "other_environment": 1,
+        "unreadable": 0,
+    }  # fmt: skip
     by_kind = {f.kind: f for f in log.faults}
     for kind, root in bad.items():
-        assert by_kind[kind].root_id == root and by_kind[kind].task in ("ingest", "clean_a")
+        assert by_kind[kind].root_id == root and by_kind[kind].task in ("ingest", "clean_a", None)
+    assert (
+        "labelled 'dev'" in by_kind["other_environment"].detail or "label 'dev'" in by_kind["other_environment"].detail
+    )
     assert "stored twice" not in by_kind["duplicate"].detail and "20 s" in by_kind["duplicate"].detail
     assert "100000 s" in by_kind["outlier"].detail and "bound 10" in by_kind["outlier"].detail
     assert log.other_environments == {"dev": 1}
     clean = {r.root_id for r in log.runs if r.clean}
-    assert bad["duplicate"] not in clean and bad["out_of_order"] not in clean
+    assert bad["duplicate"] not in clean and bad["out_of_order"] not in clean and bad["other_environment"] not in clean
     assert bad["outlier"] in clean and bad["non_positive_duration"] in clean  # only that observation is dropped
     observed = {(t.root_id, t.task) for t in log.observations()}
     assert (bad["outlier"], "ingest") not in observed and (bad["non_positive_duration"], "ingest") not in observed
-    assert len([r for r in log.runs if r.achieved_makespan is not None]) == 3
+    assert len([r for r in log.runs if r.achieved_makespan is not None]) == 4
 
 
 def test_gap_command_prints_and_refuses_bad_flags(store_with_bad_logs: tuple[str, dict[str, str]], tmp_path) -> None:
@@ -97,13 +110,13 @@ def test_gap_command_prints_and_refuses_bad_flags(store_with_bad_logs: tuple[str
     ok = runner.invoke(cli_app, ["gap", "--store", url, "--env", "test", "--json"])
     assert ok.exit_code == 0, ok.output
     report: dict[str, Any] = json.loads(ok.stdout)
-    assert report["runs"]["read"] == 7 and report["runs"]["complete"] == 3
+    assert report["runs"]["read"] == 8 and report["runs"]["complete"] == 3  # the fourth complete run is left out
     assert report["faults"]["counts"]["duplicate"] == 1 and report["other_environments"] == {"dev": 1}
     assert report["calibration"]["runs"] == 3  # clean runs with an observation left: the two partial ones have none
     tables = runner.invoke(cli_app, ["gap", "--store", url, "--since", "30d"])
     assert tables.exit_code == 0 and "per task name" in tables.output and "duplicate" in tables.output
     every = json.loads(runner.invoke(cli_app, ["gap", "--store", url, "--json"]).stdout)
-    assert every["runs"]["read"] == 8 and every["environment"] is None
+    assert every["runs"]["read"] == 9 and every["environment"] is None
     bad = runner.invoke(cli_app, ["gap", "--store", url, "--since", "soon"])
     assert bad.exit_code == 2 and "--since" in bad.output
     missing = runner.invoke(cli_app, ["gap", "--store", f"sqlite:///{tmp_path / 'none.sqlite'}"])

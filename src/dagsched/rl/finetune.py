@@ -67,7 +67,7 @@ class FinetuneConfig:
 
     @property
     def since_s(self) -> float:
-        from dagsched.service.finetune import parse_duration
+        from dagsched.config_cli import parse_duration
 
         return parse_duration(self.since)
 

@@ -155,11 +155,12 @@ def gap(
 
     import sqlalchemy as sa
 
+    from dagsched.config_cli import parse_duration
     from dagsched.console import console, fail
     from dagsched.model.errors import InputError
     from dagsched.service.calibration import estimate
     from dagsched.service.config import Calibration
-    from dagsched.service.finetune import check_store_url, parse_duration
+    from dagsched.service.finetune import check_store_url
     from dagsched.service.gap import gap_report, print_report
     from dagsched.service.reality import read_runs
     from dagsched.service.store import Store

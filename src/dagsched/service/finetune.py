@@ -43,6 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from dagsched.config_cli import parse_duration
 from dagsched.model.errors import InputError
 from dagsched.rl.finetune import FinetuneConfig, HeldOutResult, LoggedProblem, evaluate, kind_of, trainer, verdict
 
@@ -53,13 +54,11 @@ __all__ = [
     "LoggedProblem",
     "Outcome",
     "evaluate",
+    "parse_duration",
     "read_logged_problems",
     "run",
     "verdict",
 ]
-
-_UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 
 
 class LogRefused(InputError):
@@ -96,14 +95,6 @@ class Outcome:
 
 
 # ---- 1. reading the logs -------------------------------------------------------------------------
-
-
-def parse_duration(text: str, flag: str = "--since") -> float:
-    """'30m', '24h', '7d' (also s and w) -> seconds; anything else is an InputError naming the flag."""
-    m = _DURATION.match(text or "")
-    if m is None or float(m.group(1)) <= 0:
-        raise InputError(flag, f"expected a positive duration like 30m, 24h or 7d (units s, m, h, d, w), got {text!r}")
-    return float(m.group(1)) * _UNITS_S[m.group(2)]
 
 
 def check_store_url(url: str) -> str:

@@ -9,9 +9,11 @@ transfer time, failed attempts and overruns, and the makespan achieved when ever
 
 The log is audited as it is read. What would mislead an estimate is reported as a `Fault` and kept out:
 an event stored twice (`duplicate`), events stored out of time order or a finish without a start
-(`out_of_order`): the whole run; a finish at or before its start (`non_positive_duration`) and a task
-whose actual/declared ratio is past the bound (`outlier`): that observation. Runs of other environment
-labels are never read; how many there were is reported. Nothing is changed in the store.
+(`out_of_order`), a re-plan of the chain stored by a replica with another environment label
+(`other_environment`: a dev replica re-planning a prod workflow): the whole run; a finish at or before its
+start (`non_positive_duration`) and a task whose actual/declared ratio is past the bound (`outlier`): that
+observation. Runs of other environment labels are never read; how many there were is reported. Nothing is
+changed in the store.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from typing import Any
 
 from dagsched.service.calibration import Observation, node_class, task_name
 
-FAULT_KINDS = ("duplicate", "out_of_order", "non_positive_duration", "outlier", "unreadable")
-RUN_FAULTS = frozenset({"duplicate", "out_of_order", "unreadable"})
+FAULT_KINDS = ("duplicate", "out_of_order", "non_positive_duration", "outlier", "other_environment", "unreadable")
+RUN_FAULTS = frozenset({"duplicate", "out_of_order", "other_environment", "unreadable"})
 """Faults that keep a whole run out of estimates (the others drop one observation)."""
 OVERRUN_RATIO = 2.0
 """A task over this many times its declared runtime counts as an overrun (the re-plan rule's threshold)."""
@@ -264,6 +266,16 @@ def rebuild(row: dict[str, Any], events: list[dict[str, Any]], outlier_bound: fl
     return run
 
 
+def mark_foreign(runs: list[Run], foreign: list[tuple[str, str, str]]) -> None:
+    """Add an `other_environment` fault to each run with a re-plan labelled otherwise."""
+    by_root = {r.root_id: r for r in runs}
+    for root, plan, label in foreign:
+        if root in by_root:
+            run = by_root[root]
+            detail = f"re-plan {plan[:12]} was stored with the label '{label}', not '{run.environment}'"
+            run.faults.append(Fault("other_environment", root, None, detail))
+
+
 def read_runs(
     store: Any,
     since: float,
@@ -277,6 +289,8 @@ def read_runs(
     rows = store.executed_roots(since, environment, limit)
     by_root = store.events_of([r["id"] for r in rows])
     runs = [rebuild(r, by_root[r["id"]], outlier_bound) for r in rows]
+    if environment is not None:
+        mark_foreign(runs, store.foreign_replans([r.root_id for r in runs], environment))
     runs.sort(key=lambda r: (r.created_at, r.root_id))
     log = RunLog(runs, since, environment)
     if environment is not None:
@@ -312,8 +326,9 @@ class RunCache:
                     if r["id"] == r["root_id"] and r["environment"] == self.environment
                 ]
                 events = self.store.events_of([r["id"] for r in rows])
-                for row in rows:
-                    self.runs[row["id"]] = rebuild(row, events[row["id"]], outlier_bound)
+                rebuilt = [rebuild(row, events[row["id"]], outlier_bound) for row in rows]
+                mark_foreign(rebuilt, self.store.foreign_replans([r.root_id for r in rebuilt], self.environment))
+                self.runs.update((r.root_id, r) for r in rebuilt)
             for root in [k for k, r in self.runs.items() if r.created_at < since]:
                 del self.runs[root]
             newest = sorted(self.runs.values(), key=lambda r: (r.created_at, r.root_id))[-limit:]

@@ -460,6 +460,19 @@ class Store:
         with self.engine.connect() as conn:
             return {str(label): int(n) for label, n in conn.execute(q)}
 
+    def foreign_replans(self, root_ids: list[str], environment: str) -> list[tuple[str, str, str]]:
+        """(root id, plan id, label) of the re-plans of those chains stored with another environment label."""
+        out: list[tuple[str, str, str]] = []
+        with self.engine.connect() as conn:
+            for i in range(0, len(root_ids), 500):
+                q = sa.select(plans.c.root_id, plans.c.id, plans.c.environment).where(
+                    plans.c.root_id.in_(root_ids[i : i + 500]),
+                    plans.c.id != plans.c.root_id,
+                    plans.c.environment != environment,
+                )
+                out += [(str(r), str(p), str(e)) for r, p, e in conn.execute(q)]
+        return out
+
     def events_after(self, after_id: int, created_since: float) -> list[tuple[int, str]]:
         """(id, root_id) of the events stored after event `after_id` and at or after `created_since`, in order."""
         q = (
