@@ -155,6 +155,23 @@ def test_a_candidate_that_trips_its_breaker_is_rolled_back(canary_client: TestCl
     assert last["action"] == "rollback" and "breaker" in last["reason"]
 
 
+def test_a_stage_set_by_hand_is_a_step_and_the_canary_goes_on_from_it(canary_client: TestClient) -> None:
+    """An operator PUTs the live canary (its id kept) at 50 %: a `set` step records it, and the next judgement
+    promotes from there."""
+    c = canary_client
+    config = start(c, "round_robin", {"scheduler": "heft", "fraction": 0.01, "min_workflows": MIN_WORKFLOWS})
+    config["canary"]["fraction"] = 0.5
+    assert c.put("/v1/config", json=config, headers=AUTH).status_code == 200
+    stage(c, 0.5, "by-hand", 0)
+    steps = c.get("/v1/canary/report").json()["steps"]
+    assert [(s["action"], s["from_fraction"], s["to_fraction"]) for s in steps] == [
+        ("start", 0.0, 0.01),
+        ("set", 0.01, 0.5),
+        ("complete", 0.5, 1.0),
+    ]
+    assert c.get("/v1/config").json()["default_scheduler"] == "heft"
+
+
 def test_operator_rollback_and_bad_canary_configs(canary_client: TestClient) -> None:
     c = canary_client
     assert c.post("/v1/canary/rollback", headers=AUTH).status_code == 409

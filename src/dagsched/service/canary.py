@@ -20,7 +20,8 @@ Judging a stage (after every executed workflow of the canary and every candidate
   (the last stage, 1.0, completes the release: the candidate becomes the default scheduler, or the serving
   policy, and the canary ends); otherwise roll back (the canary ends, the default keeps serving).
 
-Each step is a numbered row in `canary_steps`; a replica takes a step only when its insert of the next number wins
+Each step is a numbered row in `canary_steps` (start, set by an operator, promote, complete, rollback); a replica
+takes a step only when its insert of the next number wins
 and the step starts from the stage the last step reached (a replica that has not yet applied a change takes no
 step), then publishes the new config through the store as any config change, so every replica serves the new
 stage within its sync interval. The per-arm Prometheus series carry an `arm` label.
@@ -242,14 +243,21 @@ class CanaryController:
             to, kind = 0.0, "rollback"
         return self.step(config, kind, to, reason, figures)
 
-    def start(self, config: RuntimeConfig) -> None:
-        """Record the start of a canary just applied here (its id was given here)."""
+    def note(self, config: RuntimeConfig) -> None:
+        """Record what an operator's config change did to the canary: its start (a canary with no step yet), or a
+        stage set by hand (the fraction differs from where the last step left it)."""
         c = config.canary
-        if c is None or c.id is None or self.state.store.canary_steps(c.id):
+        if c is None or c.id is None:
             return
-        row = self._row(c, 0, "start", 0.0, c.fraction, f"canary of {c.candidate} started", {})
+        steps = self.state.store.canary_steps(c.id)
+        if not steps:
+            row = self._row(c, 0, "start", 0.0, c.fraction, f"canary of {c.candidate} started", {})
+        elif steps[-1]["action"] not in ("complete", "rollback") and abs(steps[-1]["to_fraction"] - c.fraction) > 1e-12:
+            row = self._row(c, len(steps), "set", steps[-1]["to_fraction"], c.fraction, "stage set by an operator", {})
+        else:
+            return
         if self.state.store.add_canary_step(row):
-            self.state.metrics.canary_steps.labels(action="start").inc()
+            self.state.metrics.canary_steps.labels(action=row["action"]).inc()
 
     def step(
         self, config: RuntimeConfig, kind: str, to: float, reason: str, figures: dict[str, Any]
@@ -258,7 +266,7 @@ class CanaryController:
         c = config.canary
         assert c is not None and c.id is not None
         steps = self.state.store.canary_steps(c.id)
-        ended = bool(steps) and steps[-1]["action"] in ("complete", "rollback", "stop")
+        ended = bool(steps) and steps[-1]["action"] in ("complete", "rollback")
         if ended or (steps and abs(steps[-1]["to_fraction"] - c.fraction) > 1e-12):
             return None  # the canary ended, or this replica has not applied the last step yet
         row = self._row(c, len(steps), kind, c.fraction, to, reason, figures)

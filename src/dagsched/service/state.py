@@ -77,7 +77,7 @@ class ServiceState:
         self.changing = threading.RLock()
         """Held by a change made here (swap, then publish) and by `sync`, so a sync never lands between the two."""
         self._startup_publish()
-        self.canary.start(self.config)
+        self.canary.note(self.config)
         self.publish_model()
         self._sync_stop = threading.Event()
         self._sync_thread: threading.Thread | None = None
@@ -178,14 +178,12 @@ class ServiceState:
         self.store.close()
 
     def set_config(self, config: RuntimeConfig) -> None:
-        """Make `config` the live one here (a canary it starts gets its id and its first step)."""
+        """Make `config` the live one here (a canary it starts gets its id)."""
         named = with_id(config)
         with self._config_lock:
             self.config = named
         self.metrics.config_reloads.labels(outcome="ok").inc()
         self.metrics.canary_fraction.set(named.canary.fraction if named.canary is not None else 0.0)
-        if named is not config:
-            self.canary.start(named)
 
     def reload_config(self) -> bool:
         """Re-read `config_file` (SIGHUP); a bad file keeps the live config and is logged."""
@@ -202,6 +200,7 @@ class ServiceState:
         with self.changing:
             self.set_config(config)
             self.publish(config=True)
+        self.canary.note(self.config)
         log.info("SIGHUP: config re-read from %s (published to every replica)", path)
         return True
 

@@ -156,7 +156,7 @@ canary_steps = sa.Table(
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("canary_id", sa.String(64), nullable=False),
     sa.Column("seq", sa.Integer, nullable=False),
-    sa.Column("action", sa.String(16), nullable=False),  # start, promote, complete, rollback, stop
+    sa.Column("action", sa.String(16), nullable=False),  # start, set (by hand), promote, complete, rollback
     sa.Column("candidate", sa.String(200), nullable=False),
     sa.Column("from_fraction", sa.Float, nullable=False),
     sa.Column("to_fraction", sa.Float, nullable=False),

@@ -116,7 +116,7 @@ def _replan(state: ServiceState, root: dict, latest: dict, body: EventRequest) -
         offset_s=body.at,
         nodes=nodes,
         applied=applied,
-        arm=root["response"].get("arm"),
+        arm=_arm_of(state, root),
     )
     if stand_ins:  # the stand-ins are not part of the plan
         response = result.response
@@ -126,6 +126,15 @@ def _replan(state: ServiceState, root: dict, latest: dict, body: EventRequest) -
     result.plan_row["request"] = {**root["request"], "replan_of": latest["id"], "event": body.model_dump()}
     state.store.save_plan(result.plan_row, result.decision_rows)
     return {**result.response, "stored": True}
+
+
+def _arm_of(state: ServiceState, root: dict) -> str | None:
+    """The canary arm the chain's first plan was in, while that canary still runs (else the routing decides anew)."""
+    canary = state.config.canary
+    if canary is None or root["response"].get("canary") != canary.id:
+        return None
+    arm = root["response"].get("arm")
+    return str(arm) if arm is not None else None
 
 
 def _check_order(history: list[dict[str, Any]], planned: dict[str, Any], body: EventRequest) -> None:
