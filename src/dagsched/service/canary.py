@@ -23,7 +23,8 @@ Judging a stage (after every executed workflow of the canary and every candidate
 Each step is a numbered row in `canary_steps` (start, set by an operator, promote, complete, rollback); a replica
 takes a step only when its insert of the next number wins and the step starts from the stage the last step
 reached (a replica that has not yet applied a change takes no step), then publishes the new config through the
-store as any config change, so every replica serves the new stage within its sync interval. The per-arm Prometheus series carry an `arm` label.
+store as any config change, so every replica serves the new stage within its sync interval. The per-arm
+Prometheus series carry an `arm` label.
 """
 
 from __future__ import annotations
