@@ -254,3 +254,27 @@ def test_names_and_classes() -> None:
     assert node_class(n) == "m5.xlarge"
     assert node_class(n.model_copy(update={"labels": {}})) == "4cpu-16GiB-0gpu-x1.5"
     assert math.isclose(DRIFT.true_exec_s(wf.tasks[0], n), 1 / 1.5)
+
+
+def test_a_stale_estimate_is_refreshed_in_the_background() -> None:
+    """The first estimate is made at once; later, a stale one is still answered at once (the plan never waits) while
+    a background thread re-estimates, and the next call gets its result."""
+    from dagsched.service.calibration import Calibrator
+
+    calls: list[float] = []
+    obs = [_obs("t", "n0", "a", 2.0) for _ in range(10)]
+
+    def read(settings: Any, now: float) -> tuple[list[Observation], int]:
+        calls.append(now)
+        return obs[: 3 * len(calls)], 10
+
+    cal = Calibrator(read)
+    cfg = Calibration(refresh_s=10.0, shrinkage=0.0, min_runs=1)
+    first = cal.factors(cfg, now=100.0)
+    assert calls == [100.0] and first.observations == 3
+    assert cal.factors(cfg, now=105.0) is first and len(calls) == 1  # fresh: no read
+    assert cal.factors(cfg, now=111.0) is first  # stale: answered from the cache, refreshed behind
+    assert cal._refreshing is not None
+    cal._refreshing.join(10)
+    assert len(calls) == 2 and cal.factors(cfg, now=112.0).observations == 6
+    assert cal.factors(Calibration(refresh_s=0.0, min_runs=1), now=113.0).observations == 9  # 0: every call reads
