@@ -14,7 +14,7 @@ import dagsched
 PACKAGE = Path(dagsched.__file__).parent
 
 LAYERS: list[tuple[str, ...]] = [
-    ("model", "console", "config_cli"),
+    ("model", "console"),
     ("io",),
     ("generate",),
     ("sim",),
@@ -26,9 +26,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("service",),
     ("ui", "cli", "__main__", "__init__"),
 ]
-"""Bottom to top: the vocabulary (and the command-line helpers every layer may use), readers, generators, the one
-simulator, the policy network, schedulers, explanations, the benchmark, training, the HTTP service, the command
-line."""
+"""Bottom to top: the vocabulary, readers, generators, the one simulator, the policy network, schedulers,
+explanations, the benchmark, training, the HTTP service, the command line."""
 
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
 

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from dagsched.cli import app as cli_app
-from dagsched.config_cli import field_docs
+from dagsched.rl.config_cli import field_docs
 from dagsched.service import finetune as ft
 from dagsched.service.app import create_app
 from dagsched.service.replay import DRIFT, drift_nodes, ml_pipeline, plan_and_run

@@ -25,7 +25,10 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class FinetuneConfig:
-    """What to read, how to fine-tune, and when the result is good enough to ship."""
+    """Fine-tune the serving model on logged plans (requested or executed runtimes); ship it if it wins held out.
+
+    Exit 0 whether or not it ships; 2 on bad input (options, store, plans, a faulty event log); 1 if upload fails.
+    """
 
     store: str = ""
     """decision store URL (sqlite:///file.sqlite or postgresql://...); required"""
@@ -67,7 +70,7 @@ class FinetuneConfig:
 
     @property
     def since_s(self) -> float:
-        from dagsched.config_cli import parse_duration
+        from dagsched.console import parse_duration
 
         return parse_duration(self.since)
 

@@ -155,8 +155,7 @@ def gap(
 
     import sqlalchemy as sa
 
-    from dagsched.config_cli import parse_duration
-    from dagsched.console import console, fail
+    from dagsched.console import console, fail, parse_duration
     from dagsched.model.errors import InputError
     from dagsched.service.calibration import estimate
     from dagsched.service.config import Calibration

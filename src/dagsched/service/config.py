@@ -147,7 +147,7 @@ class RuntimeConfig(BaseModel):
     @classmethod
     def _duration(cls, value: Any) -> Any:
         if isinstance(value, str):
-            from dagsched.config_cli import parse_duration
+            from dagsched.console import parse_duration
 
             try:
                 return parse_duration(value, "online_ft_interval")

@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from dagsched.config_cli import parse_duration
+from dagsched.console import parse_duration
 from dagsched.model.errors import InputError
 from dagsched.rl.finetune import FinetuneConfig, HeldOutResult, LoggedProblem, evaluate, kind_of, trainer, verdict
 
@@ -466,12 +466,6 @@ def run_command(cfg: FinetuneConfig) -> None:
 
 def finetune_command() -> Callable[..., None]:
     """The `dagsched finetune` command, its options generated from FinetuneConfig."""
-    from dagsched.config_cli import command_from_config
+    from dagsched.rl.config_cli import command_from_config
 
-    return command_from_config(
-        FinetuneConfig,
-        run_command,
-        "Fine-tune the serving model on one environment's logged plans (requested or executed runtimes); ship it "
-        "only if it wins on held-out ones.\n\nExit 0 whether or not it ships; 2 on bad input (options, store, no "
-        "plans for --env, an event log that fails its audit); 1 if an upload fails.",
-    )
+    return command_from_config(FinetuneConfig, run_command)

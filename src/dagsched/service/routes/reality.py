@@ -31,7 +31,7 @@ async def gap(
     count), transfer delays seen against planned, failure and overrun rates, makespan planned against achieved
     (with the runs as scatter points), the faults left out of the log, and the calibration factors this replica
     plans with (`calibration`) beside those the runs in the window give (`window_calibration`)."""
-    from dagsched.config_cli import parse_duration
+    from dagsched.console import parse_duration
 
     try:
         window_s = parse_duration(since, "since")

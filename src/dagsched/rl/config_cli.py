@@ -1,5 +1,4 @@
-"""A Typer command generated from a config dataclass (one option per field, its help the field's docstring), and
-the durations options take (`30m`, `24h`, `7d`).
+"""A command line generated from a config dataclass: one option per field, its help the field's docstring.
 
 A run's settings are written once, as a frozen dataclass with a one-line docstring under every field (CleanRL's
 habit); `command_from_config` makes the command line from it, so a new setting is one new field, never a flag
@@ -13,7 +12,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
-import re
 import textwrap
 import types
 import typing
@@ -22,19 +20,6 @@ from enum import Enum
 from typing import Any
 
 import typer
-
-from dagsched.model.errors import InputError
-
-_UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
-
-
-def parse_duration(text: str, flag: str = "--since") -> float:
-    """'30m', '24h', '7d' (also s and w) -> seconds; anything else is an InputError naming the flag."""
-    m = _DURATION.match(text or "")
-    if m is None or float(m.group(1)) <= 0:
-        raise InputError(flag, f"expected a positive duration like 30m, 24h or 7d (units s, m, h, d, w), got {text!r}")
-    return float(m.group(1)) * _UNITS_S[m.group(2)]
 
 
 def field_docs(cls: type) -> dict[str, str]:
@@ -66,7 +51,7 @@ def _option(name: str, kind: Any, default: Any, help_text: str) -> tuple[Any, An
     raise TypeError(f"field {name}: type {kind!r} has no command-line form")
 
 
-def command_from_config(cls: type, run: Callable[[Any], None], doc: str | None = None) -> Callable[..., None]:
+def command_from_config(cls: type, run: Callable[[Any], None]) -> Callable[..., None]:
     """A Typer command whose options are `cls`'s fields (each needs a default); it calls `run(cls(**options))`."""
     hints = typing.get_type_hints(cls)
     docs = field_docs(cls)
@@ -82,6 +67,6 @@ def command_from_config(cls: type, run: Callable[[Any], None], doc: str | None =
         run(cls(**{k: converters[k](v) for k, v in options.items()}))
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    command.__doc__ = doc or cls.__doc__
+    command.__doc__ = cls.__doc__
     command.__name__ = cls.__name__
     return command
