@@ -22,7 +22,7 @@ def test_the_demo_plans_and_ends_with_the_dashboards_address(
             return TestClient(service.app, base_url=base_url)
 
         monkeypatch.setattr(demo.httpx, "Client", client)
-        demo.main(["--url", "http://testserver/", "--count", "2"])
+        demo.main(["--url", "http://testserver/", "--count", "2", "--executed", "0"])
         lines = capsys.readouterr().out.strip().splitlines()
         assert len(lines) == 4 and "makespan" in lines[0] and "makespan" in lines[1]
         assert lines[-1] == "dashboard: http://testserver/ui/"
