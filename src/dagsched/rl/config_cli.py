@@ -115,6 +115,7 @@ def command_from_config(config_cls: type, run: Callable[[Any], None]) -> Callabl
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__doc__ = config_cls.__doc__
+    command.__name__ = config_cls.__name__
     return command
 
 
