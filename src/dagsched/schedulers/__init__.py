@@ -4,6 +4,7 @@ from dagsched.schedulers import (  # noqa: F401
     cpop,
     drl,
     drl_plan,
+    drl_stream,
     fair,
     fcfs,
     fifo,
