@@ -141,8 +141,9 @@ class StreamContext:
         x[:, 6:12] = self.static[ready]
         up = dp.node_up
         cap = dp.cap[up].sum(axis=0)
-        used = cap - dp.free[up].sum(axis=0)
-        x[:, 12:15] = np.where(cap > 0, used / np.where(cap > 0, cap, 1.0), 0.0)
+        with np.errstate(invalid="ignore", divide="ignore"):  # a resource the nodes lack, or have without bound
+            util = 1.0 - dp.free[up].sum(axis=0) / cap
+        x[:, 12:15] = np.where(np.isfinite(util) & (cap > 0), util, 0.0)
         n_nodes = max(int(up.sum()), 1)
         x[:, 15] = np.log1p(len(ready) / n_nodes)
         x[:, 16] = self.measured_load(now)
