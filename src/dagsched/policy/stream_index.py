@@ -114,6 +114,7 @@ class StreamContext:
         self.submit_sorted = cp.wf_submit_s[self.by_submit]
         self.cum_share = np.vstack([np.zeros(3), np.cumsum(share[self.by_submit], axis=0)])
         self.speed_max = float(cp.speed.max())
+        self._by_up: dict[bytes, tuple[FloatArray, int, float]] = {}
 
     def measured_load(self, now: float) -> float:
         """Offered load of what was submitted in the last RATE_WINDOW_S, binding resource (past arrivals only)."""
@@ -140,17 +141,23 @@ class StreamContext:
         x[:, 5] = np.log1p(width[wf])
         x[:, 6:12] = self.static[ready]
         up = dp.node_up
-        cap = dp.cap[up].sum(axis=0)
+        cap, n_nodes, spread = self._up_nodes(up, dp.cap)
         with np.errstate(invalid="ignore", divide="ignore"):  # a resource the nodes lack, or have without bound
             util = 1.0 - dp.free[up].sum(axis=0) / cap
         x[:, 12:15] = np.where(np.isfinite(util) & (cap > 0), util, 0.0)
-        n_nodes = max(int(up.sum()), 1)
         x[:, 15] = np.log1p(len(ready) / n_nodes)
         x[:, 16] = self.measured_load(now)
-        speed = self.cp.speed[up] if up.any() else self.cp.speed
-        x[:, 17] = float(speed.std() / speed.mean())
+        x[:, 17] = spread
         x[:, 18] = np.log1p(int((width > 0).sum()) / n_nodes)
         return x
+
+    def _up_nodes(self, up: npt.NDArray[np.bool_], node_cap: FloatArray) -> tuple[FloatArray, int, float]:
+        """Capacity, count and speed spread of the up nodes, computed once per set of up nodes (failures change it)."""
+        key = up.tobytes()
+        if key not in self._by_up:
+            speed = self.cp.speed[up] if up.any() else self.cp.speed
+            self._by_up[key] = (node_cap[up].sum(axis=0), max(int(up.sum()), 1), float(speed.std() / speed.mean()))
+        return self._by_up[key]
 
     def node_features(self, t: int, nodes: list[int], free: FloatArray, util_gpu: float) -> FloatArray:
         """(len(nodes), N_NODE_FEATURES) for placing ready task t on each of `nodes` (all can start it now)."""
