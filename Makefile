@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 
-.PHONY: run serve quick test lint bench bench-standard bench-shared perf clean deploy-check
+.PHONY: run serve quick test lint bench bench-standard bench-shared perf clean deploy-check grpc-stubs
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -14,15 +14,22 @@ $(STAMP): requirements.lock pyproject.toml
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
-# the product's main job: the scheduling service on localhost:8080 with the shipped model and a
-# SQLite store, and a demo client that fills it with plans, decisions and metrics (Ctrl-C stops it)
+# the product's main job: the scheduling service on localhost:8080 (HTTP) and localhost:50051 (gRPC) with the shipped
+# model and a SQLite store, and a demo client that fills it with plans, decisions, executed runs and metrics (Ctrl-C
+# stops it)
 run: serve
 
 serve: $(STAMP)
 	mkdir -p results
 	DAGSCHED_API_TOKEN=$${DAGSCHED_API_TOKEN:-dev-token} $(VENV)/bin/dagsched serve --host 127.0.0.1 --port 8080 \
-	  --store sqlite:///results/service.sqlite --report-dir docs/results/standard & pid=$$!; trap "kill $$pid" EXIT INT TERM; \
+	  --grpc-port 50051 --store sqlite:///results/service.sqlite --report-dir docs/results/standard & pid=$$!; \
+	  trap "kill $$pid" EXIT INT TERM; \
 	  $(PY) -m dagsched.service.demo --url http://127.0.0.1:8080 --count 40; wait $$pid
+
+# the gRPC service's Python stubs, committed beside their .proto (tests/service/test_grpc.py checks they match it)
+GRPC_PROTO := src/dagsched/service/rpc/dagsched.proto
+grpc-stubs: $(STAMP)
+	$(PY) -m grpc_tools.protoc -I src --python_out=src --pyi_out=src --grpc_python_out=src $(GRPC_PROTO)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks

@@ -18,8 +18,11 @@ engine's time, full collections walking the millions of objects just unpickled (
 for the same engine); the engine still pays for the garbage it makes itself.
 Then: a 1,000-task random layered DAG on `large-100` replaying HEFT's plan, HEFT's planning time, and
 whole runs per scheduler.
+`--whole-runs heft,fcfs,...` also runs those schedulers whole (engine and decisions) on a stream of
+`--whole-run-tasks` tasks, this tree and the baseline alternated per round; `--streams-only` stops there.
 Run: .venv/bin/python benchmarks/bench_sim.py [--repeats N] [--sizes 1000,10000,100000,1000000]
-     [--baseline REV | --baseline none] [--baseline-max-tasks N] [--rounds N]
+     [--baseline REV | --baseline none] [--baseline-max-tasks N] [--rounds N] [--whole-runs NAMES]
+     [--whole-run-tasks N] [--streams-only]
 """
 
 from __future__ import annotations
@@ -171,13 +174,17 @@ def _baseline_src(rev: str) -> Path:
     return root / "src"
 
 
-def _in_child(src: Path | None, workload: Path, repeats: int, read_ready: bool = False) -> dict[str, float]:
+def _in_child(
+    src: Path | None, workload: Path, repeats: int, read_ready: bool = False, whole_run: str | None = None
+) -> dict[str, float]:
     env = dict(os.environ)
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH")]))
     cmd = [sys.executable, __file__, "--engine-only", str(workload), "--repeats", str(repeats)]
     if read_ready:
         cmd.append("--read-ready")
+    if whole_run:
+        cmd += ["--whole-run", whole_run]
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -223,6 +230,53 @@ def engine_scaling(sizes: list[int], baseline: str | None, repeats: int, baselin
     print()
 
 
+def whole_run_s(workload: Path, name: str, repeats: int) -> dict[str, float]:
+    """Median seconds of whole runs (engine and decisions) of scheduler `name` on the pickled stream (whatever
+    engine is importable), and its decisions."""
+    with workload.open("rb") as fh:
+        cp, _ = pickle.load(fh)
+    times: list[float] = []
+    decisions = 0
+    for _ in range(repeats):
+        sim = Simulator(cp, SimConfig(noise_cv=0.2), 1)
+        sched = make_scheduler(name)
+        sched.reset(cp, sim.decision_point(), 1)
+        gc.collect()
+        t0 = time.perf_counter()
+        trace = sim.run(sched)
+        times.append(time.perf_counter() - t0)
+        decisions = len(trace.decision_latency_s)
+    return {"run_s": statistics.median(times), "decisions": decisions}
+
+
+def whole_runs(names: list[str], size: int, baseline: str | None, repeats: int, rounds: int) -> None:
+    """Whole runs (engine plus the schedulers' decisions, which read the state through the decision point) on a
+    stream of about `size` tasks, this tree's engine and the baseline's alternated per round; medians over rounds
+    and their ratio."""
+    src = _baseline_src(baseline) if baseline else None
+    print(f"whole runs on a stream of about {size:,} tasks (large-100, load 0.85, cloud mode), seconds per run")
+    print(f"median of {rounds} rounds per engine, alternated, each the median of {repeats} runs")
+    print(f"  {'scheduler':<14}{'decisions':>11}{'new s':>9}{'old s':>9}{'new/old':>9}")
+    with tempfile.TemporaryDirectory() as tmp:
+        workload = Path(tmp) / f"stream-{size}.pkl"
+        with workload.open("wb") as fh:
+            pickle.dump(stream_workload(size), fh, protocol=pickle.HIGHEST_PROTOCOL)
+        for name in names:
+            news: list[dict[str, float]] = []
+            olds: list[dict[str, float]] = []
+            for _ in range(rounds):
+                news.append(_in_child(None, workload, repeats, whole_run=name))
+                if src is not None:
+                    olds.append(_in_child(src, workload, repeats, whole_run=name))
+            new = statistics.median(r["run_s"] for r in news)
+            row = f"  {name:<14}{int(news[0]['decisions']):>11,}{new:>9.3f}"
+            if olds:
+                old = statistics.median(r["run_s"] for r in olds)
+                row += f"{old:>9.3f}{new / old:>9.3f}"
+            print(row, flush=True)
+    print()
+
+
 def _time(fn, repeats: int) -> list[float]:
     out = []
     for _ in range(repeats):
@@ -242,14 +296,27 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="child runs per engine and stream size, alternated")
     parser.add_argument("--engine-only", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--read-ready", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--whole-run", default=None, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--whole-runs", default="", help="schedulers run whole on a stream, side by side with the baseline"
+    )
+    parser.add_argument("--whole-run-tasks", type=int, default=2000, help="stream size of --whole-runs")
+    parser.add_argument("--streams-only", action="store_true", help="stop after the side-by-side measurements")
     args = parser.parse_args()
-    if args.engine_only is not None:  # the child process of `engine_scaling`
-        print(json.dumps(engine_events_per_s(args.engine_only, args.repeats, args.read_ready)))
+    if args.engine_only is not None:  # the child process of `engine_scaling` and `whole_runs`
+        if args.whole_run:
+            print(json.dumps(whole_run_s(args.engine_only, args.whole_run, args.repeats)))
+        else:
+            print(json.dumps(engine_events_per_s(args.engine_only, args.repeats, args.read_ready)))
         return
+    baseline = None if args.baseline == "none" else args.baseline
     if args.sizes:
-        baseline = None if args.baseline == "none" else args.baseline
         sizes = [int(x) for x in args.sizes.split(",")]
         engine_scaling(sizes, baseline, args.repeats, args.baseline_max_tasks, args.rounds)
+    if args.whole_runs:
+        whole_runs(args.whole_runs.split(","), args.whole_run_tasks, baseline, args.repeats, args.rounds)
+    if args.streams_only:
+        return
     wf = generate_workflow("random", args.tasks, seed=1)
     cp = compile_problem(Problem(workflows=[wf], cluster=cluster_preset("large-100")))
     print(f"workload: {cp.n_tasks} tasks, {len(cp.succ_idx)} edges, {cp.n_nodes} nodes; {args.repeats} repeats\n")

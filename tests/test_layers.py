@@ -1,7 +1,10 @@
-"""The import graph points one way: every module of dagsched imports only its own layer and those below.
+"""The import graph points one way: every module of dagsched imports only its own layer and those below, and
+within the simulator (`dagsched.sim`) every module imports only modules of the layers below its own.
 
-Parsed from the source (imports inside functions count; those under `if TYPE_CHECKING:` do not, they are
-annotations only). A new arrow upwards fails here with the module, the line and the two layers.
+Parsed from the source (imports inside functions count; those under `if TYPE_CHECKING:` do not count between
+the package's parts, being annotations only, but do count within the simulator, where a cycle of annotations is
+still two modules that cannot be read apart). A new arrow upwards fails here with the module, the line and the
+two layers.
 """
 
 from __future__ import annotations
@@ -44,29 +47,46 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _imports(tree: ast.Module, module: str) -> list[tuple[int, str]]:
-    """(line, imported dagsched module) for every import outside `if TYPE_CHECKING:` blocks."""
-    found: list[tuple[int, str]] = []
+def _imports(tree: ast.Module, module: str, annotations: bool = False) -> list[tuple[int, str]]:
+    """(line, imported dagsched module) for every import outside `if TYPE_CHECKING:` blocks (and inside them too
+    with `annotations`). `from dagsched.sim import kernels` imports dagsched.sim; `_modules_imported` resolves
+    the names."""
+    return [(line, base) for line, base, _ in _import_froms(tree, module, annotations)]
+
+
+def _import_froms(tree: ast.Module, module: str, annotations: bool) -> list[tuple[int, str, list[str]]]:
+    """(line, imported dagsched module, names imported from it) for every import, as `_imports`."""
+    found: list[tuple[int, str, list[str]]] = []
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
+        if isinstance(node, ast.If) and _is_type_checking(node.test) and not annotations:
             for child in node.orelse:
                 visit(child)
             return
         if isinstance(node, ast.Import):
-            found.extend((node.lineno, a.name) for a in node.names if a.name.startswith("dagsched"))
+            found.extend((node.lineno, a.name, []) for a in node.names if a.name.startswith("dagsched"))
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:  # relative: resolve against this module's package
                 pkg = module.split(".")[: -node.level]
                 base = ".".join([*pkg, base] if base else pkg)
             if base.startswith("dagsched"):
-                found.append((node.lineno, base))
+                found.append((node.lineno, base, [a.name for a in node.names]))
         for child in ast.iter_child_nodes(node):
             visit(child)
 
     visit(tree)
     return found
+
+
+def _modules_imported(tree: ast.Module, module: str, known: set[str]) -> list[tuple[int, str]]:
+    """(line, dagsched module) of every import, annotations' included, a name imported from a package resolved
+    to its module where it is one (`from dagsched.sim import kernels` imports dagsched.sim.kernels)."""
+    out: list[tuple[int, str]] = []
+    for line, base, names in _import_froms(tree, module, annotations=True):
+        subs = [f"{base}.{name}" for name in names if f"{base}.{name}" in known]
+        out.extend((line, target) for target in subs or [base])
+    return out
 
 
 def _modules() -> list[tuple[str, Path]]:
@@ -108,3 +128,61 @@ def test_the_check_sees_an_upward_import() -> None:
     )
     found = _imports(ast.parse(source), "dagsched.sim.run")
     assert found == [(5, "dagsched.rl.env"), (6, "dagsched.sim")]
+
+
+SIM_LAYERS: list[tuple[str, ...]] = [
+    ("config", "kernels", "network", "slots", "trace", "simgrid_replay"),
+    ("disruptions", "metrics", "validate"),
+    ("state",),
+    ("decision",),
+    ("engine",),
+    ("run", "crosscheck", "objective", "export"),
+]
+"""The simulator's modules, bottom to top: settings, compiled kernels, the contended network, planning timelines
+and the trace (and SimGrid's replay, which imports nothing of dagsched); the hidden randomness, metrics and the
+validator; the state and its queries; the decision point and the scheduler interface; the engine (heap and
+handlers); what drives or reads whole runs."""
+
+SIM_RANK = {f"dagsched.sim.{name}": i for i, names in enumerate(SIM_LAYERS) for name in names}
+
+
+def _sim_upward(module: str, source: str) -> list[str]:
+    """The imports of sim module `module` that do not point to a layer below its own."""
+    here = SIM_RANK[module]
+    found = []
+    for line, target in _modules_imported(ast.parse(source), module, set(SIM_RANK)):
+        there = SIM_RANK.get(target, len(SIM_LAYERS))  # the package itself: above everything
+        if target.startswith("dagsched.sim") and there >= here:
+            found.append(f"{module}:{line} (layer {here}) imports {target} (layer {there})")
+    return found
+
+
+def test_every_sim_module_has_a_layer() -> None:
+    sim = {m for m, _ in _modules() if m.startswith("dagsched.sim.")}
+    assert sim == set(SIM_RANK), f"give these a layer in SIM_LAYERS: {sorted(sim - set(SIM_RANK))}"
+
+
+def test_sim_modules_import_only_the_layers_below() -> None:
+    """No cycle inside the simulator: the state and its queries know nothing of decision points, the decision
+    point nothing of the engine, annotations included."""
+    upward = [
+        line
+        for module, path in _modules()
+        if module.startswith("dagsched.sim.")
+        for line in _sim_upward(module, path.read_text())
+    ]
+    assert not upward, "imports up the simulator's layers:\n" + "\n".join(upward)
+
+
+def test_the_sim_check_sees_a_cycle_of_annotations() -> None:
+    """An engine import under TYPE_CHECKING in the decision module, and a module imported by name from the
+    package, count (so the check above can fail)."""
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "from dagsched.sim import state, engine\n"
+        "if TYPE_CHECKING:\n    from dagsched.sim.engine import Simulator\n"
+    )
+    assert _sim_upward("dagsched.sim.decision", source) == [
+        "dagsched.sim.decision:2 (layer 3) imports dagsched.sim.engine (layer 4)",
+        "dagsched.sim.decision:4 (layer 3) imports dagsched.sim.engine (layer 4)",
+    ]

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import typer
 from rich.console import Console
+
+from dagsched.model.errors import InputError
 
 # piped or under `make`, Rich assumes 80 columns and wraps tables; give them room instead
 console = Console() if Console().is_terminal else Console(width=160)
@@ -19,3 +23,15 @@ def fail(err: Exception) -> typer.Exit:
     """Print the error (it names the field and the fault) and exit with status 2."""
     err_console.print(f"[bold red]error:[/] {err}")
     return typer.Exit(2)
+
+
+_UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+
+
+def parse_duration(text: str, flag: str = "--since") -> float:
+    """'30m', '24h', '7d' (also s and w) -> seconds; anything else is an InputError naming the flag."""
+    m = _DURATION.match(text or "")
+    if m is None or float(m.group(1)) <= 0:
+        raise InputError(flag, f"expected a positive duration like 30m, 24h or 7d (units s, m, h, d, w), got {text!r}")
+    return float(m.group(1)) * _UNITS_S[m.group(2)]

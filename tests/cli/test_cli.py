@@ -87,7 +87,8 @@ def test_generate_then_info(tmp_path):
         (["simulate", "-w", "{ok}", "-c", "nope"], "--cluster: 'nope' is neither a preset"),
         (["simulate", "-w", "{ok}", "-c", "homog-8", "-s", "magic"], "unknown scheduler 'magic'"),
         (["simulate", "-w", "missing.yaml", "-c", "homog-8"], "file not found"),
-        (["simulate", "-w", "{big}", "-c", "homog-8"], "requests cpu=64 but the largest node"),
+        (["simulate", "-w", "{big}", "-c", "homog-8"], "tasks[0].resources.cpu: task 'a' requests cpu=64 but the"),
+        (["simulate", "-w", "{long}", "-c", "homog-8"], "tasks[0].runtime: 1e+308 s is beyond what can be simulated"),
         (["info", "{cyc}"], "cycle through tasks a -> b -> a"),
         (["generate", "workflow", "--family", "spiral", "--tasks", "10", "--out", "x.yaml"], "family"),
     ],
@@ -102,7 +103,9 @@ def test_bad_input_exits_2_naming_the_fault(tmp_path, args, message):
     ok.write_text("name: ok\ntasks:\n  - {id: a, runtime: 1}\n")
     big = tmp_path / "big.yaml"
     big.write_text("name: big\ntasks:\n  - {id: a, runtime: 1, resources: {cpu: 64}}\n")
-    paths = {"{cyc}": str(cyc), "{ok}": str(ok), "{big}": str(big)}
+    long = tmp_path / "long.yaml"
+    long.write_text("name: long\ntasks:\n  - {id: a, runtime: 1e308}\n")
+    paths = {"{cyc}": str(cyc), "{ok}": str(ok), "{big}": str(big), "{long}": str(long)}
     result = runner.invoke(app, [paths.get(a, a) for a in args])
     assert result.exit_code == 2
     assert message in " ".join(result.output.split())

@@ -121,7 +121,13 @@ def test_service_deployment_is_hardened_probed_and_sized(name: str) -> None:
     container; non-root, read-only root, no privilege escalation, ALL capabilities dropped, seccomp RuntimeDefault."""
     docs = render(name)
     dep = find(docs, "Deployment", "dagsched")
-    assert dep["spec"]["replicas"] >= 2
+    if name == "prod":  # the HorizontalPodAutoscaler owns the count there
+        assert (
+            "replicas" not in dep["spec"]
+            and find(docs, "HorizontalPodAutoscaler", "dagsched")["spec"]["minReplicas"] >= 2
+        )
+    else:
+        assert dep["spec"]["replicas"] >= 2
     pod = dep["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
@@ -201,6 +207,47 @@ def test_service_pdb_and_network_policy_select_the_service_pods() -> None:
     assert pdb["spec"]["maxUnavailable"] == 1
     netpol = find(docs, "NetworkPolicy", "dagsched")
     assert netpol["spec"]["podSelector"]["matchLabels"] == dep["spec"]["selector"]["matchLabels"]
+
+
+def test_prod_autoscales_on_cpu_and_plan_latency() -> None:
+    """prod's HorizontalPodAutoscaler scales the service Deployment between at least the PDB's two serving pods and
+    more, on CPU utilisation of the request and on the custom metric the Prometheus adapter's rule serves (the p99 of
+    the plan latency histogram the service exports); base and dev have none."""
+    docs = render("prod")
+    hpa = find(docs, "HorizontalPodAutoscaler", "dagsched")
+    assert hpa["apiVersion"] == "autoscaling/v2"
+    target = hpa["spec"]["scaleTargetRef"]
+    dep = find(docs, "Deployment", "dagsched")
+    assert (target["kind"], target["name"], target["apiVersion"]) == ("Deployment", dep["metadata"]["name"], "apps/v1")
+    pdb = find(docs, "PodDisruptionBudget", "dagsched")
+    assert hpa["spec"]["minReplicas"] - pdb["spec"]["maxUnavailable"] >= 2
+    assert hpa["spec"]["maxReplicas"] > hpa["spec"]["minReplicas"]
+    metrics = {m["type"]: m for m in hpa["spec"]["metrics"]}
+    cpu = metrics["Resource"]["resource"]
+    assert cpu["name"] == "cpu" and 0 < cpu["target"]["averageUtilization"] <= 100
+    assert "cpu" in service_pod(docs)["containers"][0]["resources"]["requests"]  # utilisation is of the request
+    custom = metrics["Pods"]["pods"]
+    rules = yaml.safe_load((ROOT / "deploy" / "prometheus" / "adapter.yaml").read_text())["rules"]
+    served = {r["name"]["as"]: r for r in rules}
+    assert custom["metric"]["name"] in served
+    assert "dagsched_plan_latency_seconds_bucket" in served[custom["metric"]["name"]]["seriesQuery"]
+    assert custom["target"]["type"] == "AverageValue" and custom["target"]["averageValue"] == "50m"
+    for name in ("base", "dev"):
+        assert "HorizontalPodAutoscaler" not in {d["kind"] for d in render(name)}
+
+
+def test_grpc_port_is_served_and_reachable() -> None:
+    """The container serves gRPC (`--grpc-port`), names the port, and the Service and NetworkPolicy open it."""
+    docs = render("prod")
+    main = service_pod(docs)["containers"][0]
+    port = int(main["command"][main["command"].index("--grpc-port") + 1])
+    assert {"name": "grpc", "containerPort": port, "protocol": "TCP"} in main["ports"]
+    svc_ports = {p["name"]: p for p in find(docs, "Service", "dagsched")["spec"]["ports"]}
+    assert svc_ports["grpc"]["port"] == port and svc_ports["grpc"]["targetPort"] == "grpc"
+    open_ports = {
+        p["port"] for rule in find(docs, "NetworkPolicy", "dagsched")["spec"]["ingress"] for p in rule["ports"]
+    }
+    assert {8080, port} <= open_ports
 
 
 def _scheduler_config(docs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from dagsched.service.metrics import ServiceMetrics
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "deploy" / "grafana" / "dagsched.json"
 PROMETHEUS = ROOT / "deploy" / "prometheus"
-ROWS = ["Throughput", "Latency", "Fallbacks and breaker", "Model and store"]
+ROWS = ["Throughput", "Latency", "Fallbacks and breaker", "Model and store", "Learning from reality"]
 # labels Prometheus adds at scrape (job, instance) or that histogram buckets carry (le)
 SCRAPE_LABELS = {"job", "instance", "le"}
 # Grafana's variables, replaced by values that keep the expression valid PromQL
@@ -140,7 +140,8 @@ def test_dashboard_queries_are_valid_promql(tmp_path: Path) -> None:
 
 
 def test_dashboard_has_its_four_rows_in_order() -> None:
-    """Throughput, Latency, Fallbacks and breaker, Model and store: each open, each with panels under it."""
+    """Throughput, Latency, Fallbacks and breaker, Model and store, Learning from reality: each open, each with panels
+    under it."""
     panels = _dashboard()["panels"]
     rows = [i for i, p in enumerate(panels) if p["type"] == "row"]
     assert [panels[i]["title"] for i in rows] == ROWS
@@ -214,3 +215,23 @@ def test_prometheus_config_passes_promtool_check() -> None:
     job = next(j for j in config["scrape_configs"] if j["job_name"] == "dagsched")
     assert job["metrics_path"] == "/v1/metrics"
     assert job["static_configs"][0]["targets"] == ["dagsched:8080"]
+
+
+def test_adapter_rule_queries_the_exported_histogram(tmp_path: Path) -> None:
+    """The Prometheus adapter's rule for the autoscaler reads a series the service exports, and its query, with the
+    adapter's template filled in as it fills it, is valid PromQL."""
+    rules = yaml.safe_load((PROMETHEUS / "adapter.yaml").read_text())["rules"]
+    exported = _exported()
+    exprs = []
+    for rule in rules:
+        series = rule["seriesQuery"].split("{")[0]
+        assert series in exported and "le" in exported[series]
+        assert rule["resources"]["overrides"] == {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}
+        query = rule["metricsQuery"].replace("<<.Series>>", series)
+        query = query.replace("<<.LabelMatchers>>", 'namespace="dagsched-system",pod=~"dagsched-.*"')
+        exprs.append(query.replace("<<.GroupBy>>", "pod"))
+    path = tmp_path / "adapter_rules.yaml"
+    records = [{"record": f"adapter:query_{i}", "expr": e} for i, e in enumerate(exprs)]
+    path.write_text(yaml.safe_dump({"groups": [{"name": "adapter", "rules": records}]}))
+    res = _promtool("check", "rules", str(path))
+    assert res.returncode == 0, res.stdout + res.stderr

@@ -11,10 +11,12 @@ from hypothesis import strategies as st
 
 from dagsched.io import read_workflow, write_workflow
 from dagsched.model import Edge, Task, Workflow
+from dagsched.model.entities import MAX_SECONDS
 
 # Any Unicode scalar except surrogates (which no UTF-8 file can hold).
 text = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1, max_size=6)  # ids hold no NUL
 amount = st.floats(min_value=0.0, max_value=1e15, allow_nan=False, allow_infinity=False)
+seconds = st.floats(min_value=0.0, max_value=MAX_SECONDS, allow_nan=False, allow_infinity=False)  # what can be run
 labels = st.dictionaries(text, st.text(st.characters(codec="utf-8"), max_size=6), max_size=2)
 
 
@@ -24,15 +26,15 @@ def workflows(draw: st.DrawFn) -> Workflow:
     tasks = [
         Task(
             id=tid,
-            runtime=draw(amount),
+            runtime=draw(seconds),
             cpu=draw(amount),
             mem=draw(amount),
             gpu=draw(st.integers(0, 8)),
             priority=draw(st.integers(-(2**31), 2**31)),
             critical=draw(st.booleans()),
-            deadline=draw(st.none() | amount),
+            deadline=draw(st.none() | seconds),
             labels=draw(labels),
-            costs=draw(st.none() | st.dictionaries(text, amount, max_size=2)),
+            costs=draw(st.none() | st.dictionaries(text, seconds, max_size=2)),
         )
         for tid in ids
     ]
@@ -47,8 +49,8 @@ def workflows(draw: st.DrawFn) -> Workflow:
         name=draw(text),
         tasks=tasks,
         edges=edges,
-        submit_time=draw(amount),
-        deadline=draw(st.none() | amount),
+        submit_time=draw(seconds),
+        deadline=draw(st.none() | seconds),
         labels=draw(labels),
     )
 

@@ -68,7 +68,7 @@ def test_request_no_node_can_satisfy_names_task_resource_request_and_largest_nod
     files["ml"].write_text(ML.replace("gpu: 1", "gpu: 3"))
     with pytest.raises(InputError) as err:
         read_problem([files["etl"], files["ml"]], CLUSTER)
-    assert err.value.field == "workflows[1].tasks[1].gpu"
+    assert err.value.field == "tasks[1].resources.gpu"  # as ml.yaml writes it, and the fault names the file
     fault = err.value.fault
     assert "task 'fit' requests gpu=3" in fault and "largest node 'gpu-box' has gpu=2" in fault
     assert "no node can ever run it" in fault and str(files["ml"]) in fault
@@ -79,8 +79,23 @@ def test_requests_that_fit_separately_but_not_together(files: dict[str, Path]) -
     files["ml"].write_text(ML.replace("cpu: 8", "cpu: 16"))
     with pytest.raises(InputError) as err:
         read_problem(files["ml"], CLUSTER)
-    assert err.value.field == "workflows[0].tasks[1]"
+    assert err.value.field == "tasks[1]"
     assert "task 'fit' requests cpu=16, mem=64, gpu=1 and no single node has all of them" in err.value.fault
+
+
+def test_times_past_what_can_be_simulated_name_the_field_as_the_file_writes_it(files: dict[str, Path]) -> None:
+    """A runtime of 1e308 s, a transfer of 1e300 bytes and a node 1e12 times slower than nominal are refused."""
+    files["ml"].write_text(ML.replace("runtime: 50", "runtime: 1e308"))
+    with pytest.raises(InputError, match=r"^tasks\[1\]\.runtime: 1e\+308 s is beyond what can be simulated"):
+        read_problem(files["ml"], CLUSTER)
+    files["ml"].write_text(ML.replace("dependencies: [prep]", "dependencies: [{task: prep, data: 1e300}]"))
+    with pytest.raises(InputError) as err:
+        read_problem(files["ml"], CLUSTER)
+    assert err.value.field == "tasks[1].dependencies[0].data" and "from 'prep' to 'fit'" in err.value.fault
+    slow = Cluster(nodes=[Node(id="crawl", cpu=16, mem=64, gpu=2, speed=1e-12)])
+    with pytest.raises(InputError) as err:
+        read_problem(files["etl"], slow)
+    assert err.value.field == "tasks[0].runtime" and "on node 'crawl'" in err.value.fault
 
 
 def test_duplicate_workflow_names_are_refused(files: dict[str, Path]) -> None:

@@ -69,6 +69,27 @@ A, B = {"id": "a", "runtime": 2.0}, {"id": "b", "runtime": 4.0}
             "unknown node 'nowhere'",
         ),
         ({"workflows": [], "cluster": {"nodes": NODES}}, "workflows", "no workflows"),
+        # what the simulator cannot hold: a time past 1e9 s, given or derived (1e308 overflows numpy at once)
+        (_problem([{"id": "a", "runtime": 1e308}]), "workflows[0].tasks[0].runtime", "beyond what can be simulated"),
+        (_problem([{"id": "a", "runtime": 2e9}]), "workflows[0].tasks[0].runtime", "at most 1e+09 s"),
+        (_problem([{"id": "a", "runtime": 1, "costs": {"fast": 1e300}}]), "workflows[0].tasks[0].costs.fast", "beyond"),
+        (_problem([{"id": "a", "runtime": 1, "deadline": 1e300}]), "workflows[0].tasks[0].deadline", "beyond"),
+        (
+            {"workflows": [{"name": "w", "tasks": [A], "submit_time": 1e300}], "cluster": {"nodes": NODES}},
+            "workflows[0].submit_time",
+            "beyond what can be simulated",
+        ),
+        (_problem([A], nodes=[{**NODES[0], "boot_delay": 1e300}]), "cluster.nodes[0].boot_delay", "beyond"),
+        (
+            _problem([{"id": "a", "runtime": 6e8}], nodes=[NODES[0], {**NODES[1], "speed": 0.5}]),
+            "workflows[0].tasks[0].runtime",
+            "would run 1.2e+09 s on node 'slow' (runtime 6e+08 s at speed 0.5)",
+        ),
+        (
+            _problem([A, B], [{"src": "a", "dst": "b", "data": 1e300}]),
+            "workflows[0].edges[0].data",
+            "1e+300 bytes from 'a' to 'b' would take 8e+290 s over node 'fast'",
+        ),
     ],
 )
 def test_bad_input_names_the_field_and_the_fault(data: Any, field: str, fault: str) -> None:

@@ -30,6 +30,8 @@ def test_stats_count_this_process_plans_and_read_the_store(client: TestClient) -
     assert s["model"]["version"] == "tiny-v1" and s["breaker"]["open"] is False
     assert s["store"] == {"status": "ok", "dialect": "sqlite"}
     assert s["fallbacks"]["total"] == 0 and s["default_scheduler"] == "heft"
+    assert s["grpc"] == {"port": None} and s["canary"] is None  # no --grpc-port here, no canary
+    assert s["calibration"] == {"enabled": True, "active": False}  # no executed run yet
 
 
 def test_plan_list_filters_and_search(client: TestClient) -> None:

@@ -1,6 +1,6 @@
 """Two `dagsched serve` processes on one store, nothing else shared: plans read across replicas, and model
-uploads, rollbacks and config changes reach every replica through the store (SQLite file; PostgreSQL too when
-DAGSCHED_TEST_PG_URL is set, as .ci/run does)."""
+uploads, rollbacks, config changes and canary steps reach every replica through the store (SQLite file; PostgreSQL
+too when DAGSCHED_TEST_PG_URL is set, as .ci/run does)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -103,3 +104,54 @@ def test_two_replicas_share_plans_models_and_config(replica, tmp_path: Path) -> 
     with httpx.Client(base_url=c, timeout=60) as cc:
         assert cc.get("/v1/model").json()["version"] == "tiny-v3"
         assert cc.get("/v1/config").json()["temperature"] == 0.25
+
+
+class _Split:
+    """A client that plans on one replica and reports the events to the other."""
+
+    def __init__(self, planner: httpx.Client, reporter: httpx.Client) -> None:
+        self.planner, self.reporter = planner, reporter
+
+    def post(self, url: str, **kw: Any) -> httpx.Response:
+        return (self.planner if url == "/v1/schedule" else self.reporter).post(url, **kw)
+
+
+def test_a_canary_is_promoted_once_and_both_replicas_agree_on_its_stage(replica) -> None:
+    """A canary started on one replica; workflows planned on either replica, their events reported to the other;
+    each stage is judged and stepped once (the step numbers are unique in the store), and both replicas serve the
+    same stage before the next begins, until the candidate is the default on both."""
+    from dagsched.service.replay import Truth, drift_nodes, ml_pipeline, plan_and_run
+
+    from .test_canary import names_in
+
+    a, b = replica("a"), replica("b")
+    with httpx.Client(base_url=a, timeout=60) as ca, httpx.Client(base_url=b, timeout=60) as cb:
+        config = {**ca.get("/v1/config").json(), "default_scheduler": "round_robin"}
+        config["canary"] = {"scheduler": "heft", "fraction": 0.01, "min_workflows": 2}
+        assert ca.put("/v1/config", json=config, headers=AUTH).status_code == 200
+        _eventually(lambda: cb.get("/v1/config").json()["canary"] is not None, True)
+        seed = 0
+        for fraction in (0.01, 0.1, 0.5):
+            for c in (ca, cb):
+                assert c.get("/v1/config").json()["canary"]["fraction"] == fraction
+            for arm in ("candidate", "default"):
+                for name in names_in(arm, fraction, 2, f"replicas-{fraction}"):
+                    split = _Split(*((ca, cb) if seed % 2 == 0 else (cb, ca)))
+                    wf = {**ml_pipeline(seed), "name": name}
+                    plan, _ = plan_and_run(split, {"workflow": wf, "nodes": drift_nodes()}, Truth(), "test-token")
+                    assert plan["arm"] == arm
+                    seed += 1
+            later = {0.01: 0.1, 0.1: 0.5, 0.5: None}[fraction]
+            for c in (ca, cb):
+                want = later if later is not None else None
+                _eventually(lambda c=c: (c.get("/v1/config").json()["canary"] or {}).get("fraction"), want)
+        for c in (ca, cb):
+            assert c.get("/v1/config").json()["default_scheduler"] == "heft"
+        steps = ca.get("/v1/canary/report").json()["steps"]
+        assert steps == cb.get("/v1/canary/report").json()["steps"]
+        assert [(s["seq"], s["action"]) for s in steps] == [
+            (0, "start"),
+            (1, "promote"),
+            (2, "promote"),
+            (3, "complete"),
+        ]

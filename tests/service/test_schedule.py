@@ -144,7 +144,21 @@ def test_wfformat_workflow_is_accepted(client: TestClient) -> None:
 
 
 BAD = [
-    ("malformed JSON", b'{"workflow": ', 400, "malformed JSON"),
+    ("malformed JSON", b'{"workflow": ', 400, "malformed JSON at line 1, column 14"),
+    ("malformed JSON, line 3", b'{"workflow": {"name": "w",\n "tasks": [1,\n 2,,]}}', 400, "at line 3, column 4"),
+    ("too deep", b'{"workflow": ' + b"[" * 5000 + b"]" * 5000 + b"}", 400, "nested 5001 levels deep; at most 64"),
+    (
+        "runtime past what can be simulated",
+        {"workflow": {"name": "r", "tasks": [{"id": "a", "runtime": 1e308}]}, "nodes": nodes()},
+        422,
+        "workflow.tasks[0].runtime: 1e+308 s is beyond what can be simulated (at most 1e+09 s",
+    ),
+    (
+        "gpu request no node has",
+        {"workflow": {"name": "g", "tasks": [{"id": "a", "runtime": 1, "resources": {"gpu": 2}}]}, "nodes": nodes()},
+        422,
+        "workflow.tasks[0].resources.gpu: task 'a' requests gpu=2",
+    ),
     ("wrong type", {"workflow": workflow(), "nodes": [{"id": "n0", "cpu": "lots"}]}, 422, "nodes[0].cpu"),
     ("missing field", {"workflow": workflow()}, 422, "nodes"),
     ("unknown field", {"workflow": workflow(), "nodes": nodes(), "colour": 1}, 422, "colour: unknown field"),
@@ -165,7 +179,7 @@ BAD = [
         "impossible request",
         {"workflow": {"name": "g", "tasks": [{"id": "big", "runtime": 1, "resources": {"cpu": 64}}]}, "nodes": nodes()},
         422,
-        "workflow.tasks[0].cpu: task 'big' requests cpu=64",
+        "workflow.tasks[0].resources.cpu: task 'big' requests cpu=64",
     ),
     ("unknown scheduler", {"workflow": workflow(), "nodes": nodes(), "scheduler": "magic"}, 422, "unknown scheduler"),
     ("unrecognised workflow", {"workflow": {"foo": 1}, "nodes": nodes()}, 422, "workflow.document: unrecognised"),

@@ -1,5 +1,6 @@
 """The decision point hands on the simulator's read calls as they are: every forwarded name is a documented
-DecisionPoint method, and the bound call and the method give the same answers at every decision of a run."""
+DecisionPoint method, a run's decision points carry the state's own bound calls and views, and the bound call and
+the base class's method give the same answers at every decision of a run."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from dagsched.generate.streams import generate_stream
 from dagsched.model import Problem, compile_problem
 from dagsched.model.compiled import task_work
 from dagsched.sim.config import SimConfig
-from dagsched.sim.decision import DONE, Decision, DecisionPoint, StaleDecisionPoint
-from dagsched.sim.engine import _FORWARDED, Simulator
+from dagsched.sim.decision import DONE, FORWARDED, Decision, DecisionPoint, StaleDecisionPoint
+from dagsched.sim.engine import Simulator
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -28,7 +29,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def test_forwarded_calls_are_the_methods_they_stand_for() -> None:
-    assert all(callable(getattr(DecisionPoint, name, None)) for name in _FORWARDED)
+    assert all(callable(getattr(DecisionPoint, name, None)) for name in FORWARDED)
     cp = compile_problem(
         Problem(workflows=[generate_workflow("layered", 30, seed=1, ccr=1.0)], cluster=cluster_preset("hetero-16"))
     )
@@ -53,10 +54,14 @@ def test_forwarded_calls_are_the_methods_they_stand_for() -> None:
         }
         if dp.running:
             calls["predicted_end_s"] = (dp.running[0],)
-        assert set(calls) <= set(_FORWARDED) and len(_FORWARDED) == 12
+        assert set(calls) <= set(FORWARDED) and len(FORWARDED) == 12
+        assert type(DecisionPoint(sim)) is type(dp) is not DecisionPoint  # the run's subclass, made once
         for name, args in calls.items():
             assert getattr(dp, name).__self__ is sim  # the simulator's own bound call
             assert _same(getattr(dp, name)(*args), getattr(DecisionPoint, name)(dp, *args)), name
+        for name in ("status", "node_of", "start_s", "finish_s", "free", "cap", "node_up", "node_available_s"):
+            view = getattr(dp, name)  # the state's array, as a view that cannot be written
+            assert np.shares_memory(view, getattr(sim, name)) and not view.flags.writeable, name
         checked += 1
         sim.apply(Decision(dp.pairs()[:1]))  # one start per decision: many decision points
     assert checked > 5

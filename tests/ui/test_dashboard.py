@@ -167,6 +167,7 @@ def test_overview_shows_the_live_numbers(page, api: httpx.Client) -> None:
     expect(p.locator("[data-metric=breaker]")).to_have_text("closed")
     expect(p.locator("[data-metric=ready]")).to_have_text("ready")
     expect(p.locator("[data-metric=decision-p50]")).to_have_text(re.compile(r"^\d+\.\d+ ms$"))
+    expect(p.locator("[data-metric=grpc]")).to_have_text("off")  # this test's server serves HTTP only
     assert p.locator(".page a[href^='#/plans/']").count() == 5  # the latest plans
     shoot(p, "overview")
     assert console.errors == []
@@ -378,6 +379,64 @@ def test_shadow_and_report_page(page, api: httpx.Client) -> None:
         p.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=images.nth(i).element_handle())
     p.evaluate("window.scrollTo(0, 0)")
     shoot(p, "shadow")
+    assert console.errors == []
+
+
+@pytest.fixture(scope="module")
+def executed(api: httpx.Client, plans: dict) -> int:
+    """Eight ML pipelines planned, run on the simulated drifting cluster (n3 30 % slower, training 1.5 x) and reported
+    through /v1/events: the Reality page's data. Calibration acts from the sixth on (re-estimated at every plan)."""
+    from dagsched.service.replay import DRIFT, drift_nodes, ml_pipeline, plan_and_run
+
+    config = api.get("/v1/config").json()
+    config["calibration"]["refresh_s"] = 0
+    assert api.put("/v1/config", json=config, headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+    for i in range(8):
+        plan_and_run(api, {"workflow": ml_pipeline(i), "nodes": drift_nodes(), "scheduler": "heft"}, DRIFT, TOKEN, i)
+    return 8
+
+
+def test_reality_page_draws_the_gap(page, api: httpx.Client, executed: int) -> None:
+    """The gap panel: the runs and ratios of /v1/gap, one box plot per node and per task name with the API's medians,
+    one scatter point per complete run, the calibration factors; then a canary, shown with its stage and first step."""
+    p, console = page
+    gap = api.get("/v1/gap", params={"since": "1d"}).json()
+    assert gap["runs"]["complete"] == executed and gap["calibration"]["active"]
+    p.goto("/ui/#/reality?since=1d")
+    expect(p.locator("[data-metric=runs]")).to_have_text(str(gap["runs"]["read"]))
+    expect(p.locator("[data-metric=observations]")).to_have_text(str(gap["observations"]))
+    expect(p.locator("[data-metric=ratio-median]")).to_have_text(f"{gap['ratio']['median']:.3f} ×")
+    for key, rows in (("node", gap["by_node"]), ("task name", gap["by_task"])):
+        plot = p.locator(f"svg.boxplot[aria-label$='per {key}'] g.box-row")
+        expect(plot).to_have_count(len(rows))
+        for i, row in enumerate(rows):
+            assert plot.nth(i).get_attribute("data-key") == row["key"]
+            assert float(plot.nth(i).get_attribute("data-median") or "nan") == pytest.approx(row["median"])
+    n3 = next(r for r in gap["by_node"] if r["key"] == "n3")
+    assert n3["p10"] == pytest.approx(1 / 0.7)  # everything on n3 ran at least 1/0.7 x its declared time
+    expect(p.locator("svg.scatter circle.point")).to_have_count(len(gap["makespan"]["points"]))
+    expect(p.locator("svg.scatter circle.point.calibrated")).to_have_count(
+        sum(1 for x in gap["makespan"]["points"] if x["calibrated"])
+    )
+    cal = gap["calibration"]
+    expect(p.locator("tr.factor")).to_have_count(len(cal["node"]) + len(cal["task_name"]))
+    expect(p.locator("tr.factor[data-kind=node][data-key=n3] td").nth(2)).to_have_text(
+        f"{next(r['factor'] for r in cal['node'] if r['node'] == 'n3'):.3f} ×"
+    )
+    expect(p.locator("[data-metric=canary]")).to_contain_text("No canary runs now")
+    expect(p.locator("[data-metric=online-ft]")).to_contain_text("off")
+    shoot(p, "reality")
+    config = api.get("/v1/config").json()
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    r = api.put("/v1/config", json={**config, "canary": {"scheduler": "peft", "fraction": 0.1}}, headers=auth)
+    assert r.status_code == 200, r.text
+    try:
+        p.goto("/ui/#/reality")
+        expect(p.locator("[data-metric=canary]")).to_contain_text("peft plans 10.0 % of workflows")
+        expect(p.locator("tr.canary-arm")).to_have_count(2)
+        expect(p.locator("tr.canary-step[data-action=start]")).to_have_count(1)
+    finally:
+        assert api.post("/v1/canary/rollback", headers=auth).status_code == 200
     assert console.errors == []
 
 

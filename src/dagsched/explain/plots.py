@@ -12,6 +12,24 @@ from dagsched.model.compiled import CompiledProblem
 
 TOP_FEATURES = 15
 
+RAISES_RGB, LOWERS_RGB = (225, 87, 89), (78, 121, 167)
+"""The dashboard's colours for attributions (`diverging` in ui/dom.js): red raises the chosen action's
+log-probability, blue lowers it, white is none; the pictures use the same, so a reader sees one convention."""
+
+
+def _hex(rgb: tuple[int, int, int]) -> str:
+    return "#{:02x}{:02x}{:02x}".format(*rgb)
+
+
+RAISES, LOWERS = _hex(RAISES_RGB), _hex(LOWERS_RGB)
+
+
+def attribution_cmap() -> Any:
+    """Blue (most negative) through white (0) to red (most positive), as the dashboard mixes them."""
+    from matplotlib.colors import LinearSegmentedColormap
+
+    return LinearSegmentedColormap.from_list("attribution", [LOWERS, "#ffffff", RAISES])
+
 
 def write_attribution_bars(attributions: dict[str, Any], path: Path, title: str) -> None:
     """Horizontal bars of the features with the largest |attribution| (summed over tasks, nodes or pairs)."""
@@ -24,9 +42,11 @@ def write_attribution_bars(attributions: dict[str, Any], path: Path, title: str)
     labels = [f"{r['group']}.{r['feature']}" for r in rows]
     values = [r["value"] for r in rows]
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.2))
-    ax.barh(labels, values, color=["#2b8cbe" if v >= 0 else "#e34a33" for v in values])
+    ax.barh(labels, values, color=[RAISES if v >= 0 else LOWERS for v in values])
     ax.axvline(0, color="black", lw=0.8)
-    ax.set_xlabel("attribution to log P(chosen action) (Integrated Gradients, zero baseline)")
+    ax.set_xlabel(
+        "attribution to log P(chosen action) (Integrated Gradients, zero baseline)\nred raises it, blue lowers it"
+    )
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -51,7 +71,8 @@ def write_dag(
     node_of: dict[str, str],
     focus: str | None,
 ) -> None:
-    """The DAG left to right by depth; colour by attribution (diverging, 0 white) when `values` is given, else by
+    """The DAG left to right by depth; colour by attribution (blue lowers, white 0, red raises, as on the dashboard)
+    when `values` is given, else by
     the node each task runs on; `focus` (the task explained) ringed in black."""
     import matplotlib
 
@@ -73,8 +94,9 @@ def write_dag(
     if values is not None:
         v = np.array([values.get(t, 0.0) for t in ids])
         span = max(float(np.abs(v).max()), 1e-9)
-        sc = ax.scatter(pos[:, 0], pos[:, 1], c=v, cmap="RdBu", norm=TwoSlopeNorm(0.0, -span, span), s=90, zorder=2)
-        fig.colorbar(sc, ax=ax, label="attribution of the task (its features and its pair features)")
+        norm = TwoSlopeNorm(0.0, -span, span)
+        sc = ax.scatter(pos[:, 0], pos[:, 1], c=v, cmap=attribution_cmap(), norm=norm, s=90, zorder=2)
+        fig.colorbar(sc, ax=ax, label="attribution of the task (its features and its pair features): red raises")
     else:
         nodes = sorted(set(node_of.values()))
         cmap = plt.get_cmap("tab20")

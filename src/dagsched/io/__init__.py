@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from dagsched.io.classic import problem_from_classic, write_classic
 from dagsched.io.documents import PathLike, read_document, write_document
-from dagsched.io.native import cluster_from_native, workflow_from_native, write_cluster, write_workflow
+from dagsched.io.native import cluster_from_native, native_field, workflow_from_native, write_cluster, write_workflow
 from dagsched.io.wfformat import workflow_from_wfformat
 from dagsched.model.entities import Cluster, Problem, Workflow
 from dagsched.model.errors import InputError, parse
@@ -117,10 +117,15 @@ def read_problem(workflow_paths: PathLike | Sequence[PathLike], cluster: Cluster
     try:
         return parse(Problem, {"name": name, "workflows": workflows, "cluster": cluster})  # type: ignore[no-any-return]
     except InputError as err:
-        match = re.match(r"workflows\[(\d+)\]", err.field)
+        match = re.match(r"workflows\[(\d+)\]\.?", err.field)
         if match is None:
             raise
-        raise InputError(err.field, f"{err.fault} (in {paths[int(match.group(1))]})") from None
+        w = int(match.group(1))
+        field = err.field
+        inside = field[match.end() :]
+        if formats[w] == "native" and inside.startswith(("tasks[", "edges[")):  # as the file writes it
+            field = native_field(inside, documents[w][1])  # tasks[3].resources.gpu, tasks[1].dependencies[0].data
+        raise InputError(field, f"{err.fault} (in {paths[w]})") from None
 
 
 __all__ = [

@@ -19,8 +19,8 @@ from dagsched.model.errors import InputError, parse
 FieldMap = Callable[[int, str], str]
 """(position in the model's list, rest of the field such as '.runtime') -> field in the source document."""
 
-_TASK_RE = re.compile(r"\btasks\[(\d+)\]((?:\.[A-Za-z_]\w*)*)")
-_EDGE_RE = re.compile(r"\bedges\[(\d+)\]((?:\.[A-Za-z_]\w*)*)")
+TASK_FIELD = re.compile(r"\btasks\[(\d+)\]((?:\.[A-Za-z_]\w*)*)")
+EDGE_FIELD = re.compile(r"\bedges\[(\d+)\]((?:\.[A-Za-z_]\w*)*)")
 
 
 def expect_dict(value: Any, field: str) -> dict[str, Any]:
@@ -80,8 +80,8 @@ def build_workflow(data: dict[str, Any], task_field: FieldMap, edge_field: Field
             raise InputError(edge_field(k, "") if k is not None else tasks_field, err.fault) from None
 
         def rename(text: str) -> str:
-            text = _TASK_RE.sub(lambda m: task_field(int(m.group(1)), m.group(2)), text)
-            text = _EDGE_RE.sub(lambda m: edge_field(int(m.group(1)), m.group(2)), text)
+            text = TASK_FIELD.sub(lambda m: task_field(int(m.group(1)), m.group(2)), text)
+            text = EDGE_FIELD.sub(lambda m: edge_field(int(m.group(1)), m.group(2)), text)
             return tasks_field if text == "tasks" else text
 
         raise InputError(rename(err.field), rename(err.fault)) from None

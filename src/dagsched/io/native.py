@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from dagsched.io._common import build_workflow
+from dagsched.io._common import EDGE_FIELD, TASK_FIELD, build_workflow
 from dagsched.io.documents import PathLike, write_document
 from dagsched.model.entities import Cluster, Identifier, Node, NonNegative, NonNegativeInt, Positive, Task, Workflow
 from dagsched.model.errors import InputError, parse
@@ -131,11 +131,27 @@ def workflow_from_native(data: dict[str, Any]) -> Workflow:
         "deadline": doc.deadline,
         "labels": doc.labels,
     }
-    return build_workflow(wf, _native_task_field, lambda k, rest: edge_fields[k], "tasks")
+    return build_workflow(wf, native_task_field, lambda k, rest: edge_fields[k], "tasks")
 
 
-def _native_task_field(i: int, rest: str) -> str:
+def native_task_field(i: int, rest: str) -> str:
+    """Where a Workflow's `tasks[i]<rest>` is written in a native document: requests sit under `resources`."""
     return f"tasks[{i}]" + (f".resources{rest}" if rest in (".cpu", ".mem", ".gpu") else rest)
+
+
+def native_field(field: str, data: dict[str, Any] | None = None) -> str:
+    """A Workflow's field path (`tasks[3].gpu`, `edges[2].data`) as a native document spells it
+    (`tasks[3].resources.gpu`; with the document `data`, `tasks[1].dependencies[0].data`)."""
+    field = TASK_FIELD.sub(lambda m: native_task_field(int(m.group(1)), m.group(2)), field)
+    if data is None or not isinstance(data.get("tasks"), list):
+        return field
+    deps = [
+        f"tasks[{i}].dependencies[{j}]"
+        for i, t in enumerate(data["tasks"])
+        if isinstance(t, dict)
+        for j in range(len(t.get("dependencies") or ()))
+    ]
+    return EDGE_FIELD.sub(lambda m: deps[int(m.group(1))] + m.group(2) if int(m.group(1)) < len(deps) else m[0], field)
 
 
 def _defaults(model: type[BaseModel], keys: tuple[str, ...]) -> dict[str, Any]:

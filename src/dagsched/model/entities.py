@@ -18,6 +18,21 @@ NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
 
+MAX_SECONDS = 1e9
+"""The longest time a problem may hold (about 31.7 years): a runtime, a deadline, a submission, a boot delay, the
+latency, and a task's execution on the slowest node or a transfer over the slowest link. Past it the simulator's
+clock would lose whole seconds over a long run, and a runtime of 1e308 s overflows to infinity at once."""
+
+
+def _simulable(value: float) -> float:
+    if value > MAX_SECONDS:
+        raise ValueError(f"{value:g} s is beyond what can be simulated (at most {MAX_SECONDS:g} s, about 31 years)")
+    return value
+
+
+Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False), AfterValidator(_simulable)]
+"""A time in seconds the simulator can hold: finite, >= 0, at most `MAX_SECONDS`."""
+
 
 def no_nul(value: str) -> str:
     """Refuse a NUL character in an id: PostgreSQL text cannot hold one (the decision store), and no real id has one."""
@@ -40,17 +55,17 @@ class Task(_Strict):
     """One unit of work: predicted runtime at speed 1.0 and what it asks of a node."""
 
     id: Identifier
-    runtime: NonNegative = Field(description="predicted runtime in seconds at speed 1.0")
+    runtime: Seconds = Field(description="predicted runtime in seconds at speed 1.0")
     cpu: NonNegative = Field(1.0, description="cores requested")
     mem: NonNegative = Field(0.0, description="memory requested, GiB")
     gpu: NonNegativeInt = Field(0, description="GPUs requested")
     priority: int = 0
     critical: bool = False
-    deadline: NonNegative | None = Field(
+    deadline: Seconds | None = Field(
         None, description="seconds after the workflow's submission by which it should finish"
     )
     labels: dict[str, str] = Field(default_factory=dict)
-    costs: dict[str, NonNegative] | None = Field(
+    costs: dict[str, Seconds] | None = Field(
         None, description="classic unrelated machines: execution time per node id, overrides runtime/speed"
     )
 
@@ -97,8 +112,8 @@ class Workflow(_Strict):
     name: Identifier
     tasks: list[Task]
     edges: list[Edge] = Field(default_factory=list)
-    submit_time: NonNegative = Field(0.0, description="seconds from the start of the run")
-    deadline: NonNegative | None = Field(None, description="seconds after submission; default 2 x critical-path length")
+    submit_time: Seconds = Field(0.0, description="seconds from the start of the run")
+    deadline: Seconds | None = Field(None, description="seconds after submission; default 2 x critical-path length")
     labels: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -141,7 +156,7 @@ class Node(_Strict):
     speed: Positive = Field(1.0, description="relative speed; runtime 1 s at speed 1 takes 1/speed s")
     price_per_hour: NonNegative = 0.0
     bandwidth: Positive = Field(1.25e9, description="network bandwidth, bytes per second")
-    boot_delay: NonNegative = Field(0.0, description="seconds before its first task can start")
+    boot_delay: Seconds = Field(0.0, description="seconds before its first task can start")
     labels: dict[str, str] = Field(default_factory=dict)
 
 
@@ -158,7 +173,7 @@ class Cluster(_Strict):
 
     name: str = "cluster"
     nodes: list[Node]
-    latency: NonNegative = Field(0.0, description="seconds added to every transfer between two nodes")
+    latency: Seconds = Field(0.0, description="seconds added to every transfer between two nodes")
     links: list[Link] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -191,6 +206,7 @@ class Problem(_Strict):
         names: set[str] = set()
         node_ids = {n.id for n in self.cluster.nodes}
         fits = _FitCheck(self.cluster)
+        times = _TimeCheck(self.cluster)
         for w, wf in enumerate(self.workflows):
             if wf.name in names:
                 raise InputError(f"workflows[{w}].name", f"duplicate workflow name '{wf.name}'")
@@ -198,10 +214,50 @@ class Problem(_Strict):
             for i, task in enumerate(wf.tasks):
                 field = f"workflows[{w}].tasks[{i}]"
                 fits.check(task, field)
+                times.check_task(task, f"{field}.runtime")
                 for node_id in task.costs or {}:
                     if node_id not in node_ids:
                         raise InputError(f"{field}.costs", f"unknown node '{node_id}' for task '{task.id}'")
+            for k, edge in enumerate(wf.edges):
+                times.check_edge(edge, f"workflows[{w}].edges[{k}].data")
         return self
+
+
+class _TimeCheck:
+    """Whether every time the simulator derives stays within `MAX_SECONDS`: a task's execution on the slowest node,
+    a transfer over the slowest link (and the latency)."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.slowest = min(cluster.nodes, key=attrgetter("speed"))
+        # the slowest pair of distinct nodes: a link of its own, or the smaller of the two nodes' bandwidths
+        rates = [(link.bandwidth, f"link {link.a}-{link.b}") for link in cluster.links]
+        if len(cluster.nodes) > 1:
+            node = min(cluster.nodes, key=attrgetter("bandwidth"))
+            rates.append((node.bandwidth, f"node '{node.id}'"))
+        self.link = min(rates, default=None)
+        self.latency = cluster.latency
+
+    def check_task(self, task: Task, field: str) -> None:
+        slowest = self.slowest
+        exec_s = task.runtime / slowest.speed
+        if exec_s > MAX_SECONDS:
+            raise InputError(
+                field,
+                f"task '{task.id}' would run {exec_s:g} s on node '{slowest.id}' (runtime {task.runtime:g} s at "
+                f"speed {slowest.speed:g}): beyond what can be simulated (at most {MAX_SECONDS:g} s)",
+            )
+
+    def check_edge(self, edge: Edge, field: str) -> None:
+        if self.link is None or not edge.data:
+            return
+        rate, where = self.link
+        transfer_s = edge.data / rate + self.latency
+        if transfer_s > MAX_SECONDS:
+            raise InputError(
+                field,
+                f"{edge.data:g} bytes from '{edge.src}' to '{edge.dst}' would take {transfer_s:g} s over {where} "
+                f"({rate:g} bytes/s): beyond what can be simulated (at most {MAX_SECONDS:g} s)",
+            )
 
 
 class _FitCheck:

@@ -1,28 +1,13 @@
-"""One scheduler per file; importing this package registers them all."""
+"""One scheduler per file; importing this package registers them all.
 
-from dagsched.schedulers import (  # noqa: F401
-    cpop,
-    drl,
-    drl_plan,
-    drl_stream,
-    fair,
-    fcfs,
-    fifo,
-    heft,
-    heft_lookahead,
-    kube_default,
-    max_min,
-    mcts,
-    min_min,
-    peft,
-    random,
-    round_robin,
-    sjf,
-    sjf_cp,
-    srpt_hold,
-    tabu,
-    tetris,
-)
+Every module of the package is imported here, found by `pkgutil` in name order: a scheduler in a new file is
+registered by its `@register` alone, with no list to edit. Modules of shared machinery (`base`, `static`,
+`greedy`, `search_common`, `rollout`, `progress`, ...) register nothing and are imported all the same.
+"""
+
+import importlib
+import pkgutil
+
 from dagsched.schedulers.base import (
     Decision,
     DecisionPoint,
@@ -33,6 +18,9 @@ from dagsched.schedulers.base import (
     registered_names,
     simulate,
 )
+
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = [
     "Decision",

@@ -30,13 +30,20 @@ __all__ = [
 
 _REGISTRY: dict[str, Callable[[], Scheduler]] = {}
 """Every built-in scheduler is in it once anything here is imported: importing this module imports its package,
-whose __init__ imports each scheduler module, and each registers itself."""
+whose __init__ imports every module of the package, and each scheduler registers itself."""
 
 
 def register(cls: type[Scheduler]) -> type[Scheduler]:
-    """Class decorator: make a scheduler findable by its `name`."""
+    """Class decorator: make a scheduler findable by its `name` (a name taken by another class is refused)."""
+    known = _REGISTRY.get(cls.name)
+    if known is not None and known is not cls and _qualname(known) != _qualname(cls):
+        raise ValueError(f"two schedulers named '{cls.name}': {_qualname(known)} and {_qualname(cls)}")
     _REGISTRY[cls.name] = cls
     return cls
+
+
+def _qualname(cls: Callable[[], Scheduler]) -> str:
+    return f"{cls.__module__}.{getattr(cls, '__qualname__', cls)}"
 
 
 def registered_names() -> list[str]:

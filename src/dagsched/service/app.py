@@ -18,7 +18,7 @@ from fastapi.staticfiles import StaticFiles
 
 from dagsched.service import errors
 from dagsched.service.middleware import LimitsAndMetrics
-from dagsched.service.routes import config, events, health, k8s, model, plans, schedule, shadow, stats
+from dagsched.service.routes import config, events, health, k8s, model, plans, reality, schedule, shadow, stats
 from dagsched.service.settings import Settings, get_settings
 from dagsched.service.state import ServiceState, require_token
 
@@ -46,6 +46,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         state = ServiceState(settings)
         app.state.service = state
+        app.state.grpc = None
+        if settings.grpc_port is not None:  # the same state behind both APIs
+            from dagsched.service.rpc.server import start as start_grpc
+
+            app.state.grpc = start_grpc(state, settings.grpc_host, settings.grpc_port)
+            state.grpc_port = app.state.grpc.port
         # Everything built so far (modules, the policy, caches) lives as long as the process: move it out
         # of the collector's sight, so a full collection walks only what requests left behind. Without
         # this, one collection of the ~400k start-up objects took 0.2 to 0.3 s (a p99 spike).
@@ -60,6 +66,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
+            if app.state.grpc is not None:
+                app.state.grpc.stop(grace=2)
             state.close()
             gc.unfreeze()  # several apps in one process (tests): let the collector see this one's garbage again
 
@@ -77,7 +85,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         metrics=_LazyMetrics(app),
     )
     # routes are matched in this order: the hot ones (extender calls, plans) first
-    routers = (k8s, schedule, plans, events, model, config, shadow, stats, health)
+    routers = (k8s, schedule, plans, events, model, config, shadow, reality, stats, health)
     for module in routers:
         app.include_router(module.router)
 

@@ -33,8 +33,13 @@ def serve(
         Path | None,
         typer.Option("--report-dir", help="a benchmark report folder whose figures the dashboard shows"),
     ] = None,
+    grpc_port: Annotated[
+        int | None,
+        typer.Option("--grpc-port", min=0, max=65535, help="also serve the gRPC API (dagsched.proto) on this port"),
+    ] = None,
 ) -> None:
-    """Serve plans over HTTP (FastAPI + uvicorn): /v1/schedule, model hot swap, Kubernetes extender, metrics.
+    """Serve plans over HTTP (FastAPI + uvicorn), and over gRPC with --grpc-port: /v1/schedule, model hot swap,
+    Kubernetes extender, metrics.
 
     Mutating routes need `Authorization: Bearer $DAGSCHED_API_TOKEN`. Other settings come from
     DAGSCHED_* environment variables (see dagsched.service.settings).
@@ -65,6 +70,9 @@ def serve(
         if not report_dir.is_dir():
             raise fail(InputError("--report-dir", f"not a folder: {report_dir}"))
         overrides["report_dir"] = report_dir
+    if grpc_port is not None:
+        overrides["grpc_port"] = grpc_port
+        overrides["grpc_host"] = host
     settings = Settings(**overrides)  # type: ignore[arg-type]
     if config is not None:
         from dagsched.service.config import read_config
@@ -130,12 +138,64 @@ def _run_workers(config: Any) -> None:
     Workers(config, sockets=[config.bind_socket()]).run()
 
 
+def gap(
+    store: Annotated[str, typer.Option("--store", help="decision store URL: sqlite:///file.sqlite or postgresql://")],
+    since: Annotated[str, typer.Option("--since", help="window of plans read: 30m, 24h, 7d")] = "7d",
+    env: Annotated[
+        str | None, typer.Option("--env", help="environment label of the runs read (default: every one)")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="newest executed runs read at most")] = 2000,
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+) -> None:
+    """The gap between plan and reality in a decision store: actual/declared runtime per task name, workflow, node
+    and node class, transfer delays, failure and overrun rates, makespan planned against achieved, and the
+    calibration factors those runs give (default settings). Exit 2 on bad input; the store is only read."""
+    import json
+    import time
+
+    import sqlalchemy as sa
+
+    from dagsched.console import console, fail, parse_duration
+    from dagsched.model.errors import InputError
+    from dagsched.service.calibration import estimate
+    from dagsched.service.config import Calibration
+    from dagsched.service.finetune import check_store_url
+    from dagsched.service.gap import gap_report, print_report
+    from dagsched.service.reality import read_runs
+    from dagsched.service.store import Store
+
+    try:
+        window_s = parse_duration(since)
+        url = check_store_url(store)
+        try:
+            db = Store(url, create=False)
+        except sa.exc.SQLAlchemyError as err:
+            raise InputError("--store", f"cannot open the store: {type(err).__name__}: {err}") from None
+        now = time.time()
+        settings = Calibration()
+        try:
+            log = read_runs(db, now - window_s, env, limit, settings.outlier_bound, now)
+        except sa.exc.SQLAlchemyError as err:
+            raise InputError("--store", f"cannot read plans and events: {type(err).__name__}: {err}") from None
+        finally:
+            db.close()
+    except InputError as err:
+        raise fail(err) from None
+    clean_runs = sum(1 for r in log.runs if r.clean and r.tasks)
+    report = gap_report(log, estimate(log.observations(), clean_runs, settings, now))
+    if as_json:
+        console.print_json(json.dumps(report))
+    else:
+        print_report(report)
+
+
 def register(app: typer.Typer) -> None:
-    """Add `serve` and `finetune` to a Typer app (the `dagsched` command)."""
-    from dagsched.service.finetune import finetune
+    """Add `serve`, `gap` and `finetune` to a Typer app (the `dagsched` command)."""
+    from dagsched.service.finetune import finetune_command
 
     app.command("serve")(serve)
-    app.command("finetune")(finetune)
+    app.command("gap")(gap)
+    app.command("finetune")(finetune_command())
 
 
 if __name__ == "__main__":

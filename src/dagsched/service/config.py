@@ -13,6 +13,9 @@ and the error names the field (`rules.gpu: ...`).
     skew: {threshold: 0.3, decisions: 20}
     shadow: heft
     reward_weights: {makespan: 0.4, cost: 0.3, sla: 0.2, fragmentation: 0.1, load: 0.05, completion: 0.0}
+    calibration: {enabled: true, min_runs: 5, shrinkage: 2, half_life_s: 604800}   # learn from executed runs
+    canary: {scheduler: peft, fraction: 0.01}   # or {model_version: v7, ...}: staged release, see below
+    online_ft_interval: 6h                      # fine-tune on the logs every 6 h (off when absent)
 """
 
 from __future__ import annotations
@@ -27,6 +30,15 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 from dagsched.model.errors import InputError, parse
 from dagsched.service.rules import Rule, compile_rules
 from dagsched.sim.objective import ObjectiveWeights
+
+
+def known_scheduler(name: str | None) -> str | None:
+    """`name` when /v1/schedule accepts it (or None); a ValueError listing the known ones otherwise."""
+    from dagsched.schedulers import registered_names
+
+    if name is None or name in registered_names() or name == "drl":
+        return name  # "drl" may be missing in this build: the HEFT fallback covers it
+    raise ValueError(f"unknown scheduler '{name}'; known: {', '.join(registered_names())}")
 
 
 class Breaker(BaseModel):
@@ -47,6 +59,63 @@ class Skew(BaseModel):
     decisions: int = Field(20, ge=0, description="task placements that go round-robin once it trips")
 
 
+class Calibration(BaseModel):
+    """Calibrated predictions (`service.calibration`): runtime factors learned from executed runs."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    enabled: bool = Field(True, description="apply the factors to /v1/schedule and /v1/events re-plans")
+    min_runs: int = Field(5, ge=1, description="executed workflows seen before any factor acts (the floor)")
+    min_observations: int = Field(3, ge=1, description="observations a factor needs, else it is 1")
+    shrinkage: float = Field(2.0, ge=0, description="pseudo-observations at factor 1 each factor is shrunk by")
+    half_life_s: float = Field(7 * 86400.0, gt=0, description="an observation's weight halves with this age")
+    window_s: float = Field(30 * 86400.0, gt=0, description="executed runs older than this are not read")
+    max_runs: int = Field(2000, ge=1, le=100_000, description="newest executed runs read at most")
+    outlier_bound: float = Field(
+        10.0, gt=1, description="actual/declared ratios past this (or its inverse) are left out"
+    )
+    refresh_s: float = Field(10.0, ge=0, description="factors are re-estimated from the store at most this often")
+
+
+class Canary(BaseModel):
+    """A staged release: `fraction` of workflows (sticky by a hash of the workflow name) planned by the candidate."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    id: str | None = Field(None, max_length=64, description="set when the canary starts; names its steps")
+    scheduler: str | None = Field(None, description="candidate scheduler (registered name)")
+    model_version: str | None = Field(None, max_length=128, description="candidate policy version (in the store)")
+    fraction: float = Field(0.01, ge=0, le=1, description="share of workflows the candidate plans now")
+    stages: list[float] = Field(default_factory=lambda: [0.01, 0.1, 0.5, 1.0], min_length=1)
+    min_workflows: int = Field(20, ge=1, description="executed workflows per arm before a stage is judged")
+    margin: float = Field(0.02, ge=0, lt=1, description="no worse: candidate/default achieved makespan <= 1 + margin")
+    max_errors: int = Field(3, ge=1, description="candidate plans that fail (fall back) before a rollback")
+
+    @field_validator("scheduler")
+    @classmethod
+    def _known(cls, name: str | None) -> str | None:
+        return known_scheduler(name)
+
+    @field_validator("stages")
+    @classmethod
+    def _increasing(cls, stages: list[float]) -> list[float]:
+        if any(not 0 < f <= 1 for f in stages) or any(b <= a for a, b in zip(stages, stages[1:], strict=False)):
+            raise ValueError("stages must increase, each in (0, 1]")
+        if stages[-1] != 1.0:
+            raise ValueError("the last stage must be 1.0 (the whole traffic)")
+        return stages
+
+    @model_validator(mode="after")
+    def _one_candidate(self) -> Canary:
+        if (self.scheduler is None) == (self.model_version is None):
+            raise ValueError("name exactly one candidate: scheduler or model_version")
+        return self
+
+    @property
+    def candidate(self) -> str:
+        return self.scheduler if self.scheduler is not None else f"drl@{self.model_version}"
+
+
 class RuntimeConfig(BaseModel):
     """The live, hot-reloadable config of a service process."""
 
@@ -60,17 +129,31 @@ class RuntimeConfig(BaseModel):
     skew: Skew = Field(default_factory=Skew)
     shadow: str | None = Field(None, description="scheduler that also plans every request, for comparison")
     reward_weights: ObjectiveWeights = Field(default_factory=ObjectiveWeights)
+    calibration: Calibration = Field(default_factory=Calibration)
+    canary: Canary | None = Field(None, description="a candidate released in stages; None: no canary")
+    online_ft_interval: float | None = Field(
+        None, ge=60, description="seconds (or 30m, 6h, 1d) between online fine-tunes on the logs; None: off"
+    )
+    online_ft_window: float = Field(86400.0, ge=60, description="seconds of logged plans an online fine-tune reads")
 
     _compiled: list[Rule] = PrivateAttr(default_factory=list)
 
     @field_validator("default_scheduler", "shadow")
     @classmethod
     def _known_scheduler(cls, name: str | None) -> str | None:
-        from dagsched.schedulers import registered_names
+        return known_scheduler(name)
 
-        if name is None or name in registered_names() or name == "drl":
-            return name  # "drl" may be missing in this build: the HEFT fallback covers it
-        raise ValueError(f"unknown scheduler '{name}'; known: {', '.join(registered_names())}")
+    @field_validator("online_ft_interval", "online_ft_window", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            from dagsched.console import parse_duration
+
+            try:
+                return parse_duration(value, "online_ft_interval")
+            except InputError as err:
+                raise ValueError(err.fault) from None
+        return value
 
     @model_validator(mode="after")
     def _compile_rules(self) -> RuntimeConfig:

@@ -5,7 +5,7 @@
 Each round plans a generated workflow (the four topology families, 10 to 40 tasks) on the
 16-node `hetero-16` cluster with some capacity in use, alternating the learned policy (`drl`, named:
 the service's default is HEFT, see docs/policy.md) and HEFT, calls the Kubernetes extender once, and
-prints one line per plan.
+prints one line per plan; it ends with the address of the dashboard, which now shows them.
 """
 
 from __future__ import annotations
@@ -77,6 +77,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--url", default="http://127.0.0.1:8080")
     parser.add_argument("--count", type=int, default=20, help="workflows to submit")
     parser.add_argument("--wait", type=float, default=30.0, help="seconds to wait for the service to come up")
+    parser.add_argument(
+        "--executed", type=int, default=12, help="ML pipelines also run on a simulated cluster, their events reported"
+    )
     args = parser.parse_args(argv)
     with httpx.Client(base_url=args.url, timeout=60) as client:
         deadline = time.monotonic() + args.wait
@@ -104,7 +107,30 @@ def main(argv: list[str] | None = None) -> None:
             )
             first = plan["assignments"][0]
             client.post("/v1/k8s/prioritize", json=extender_args(nodes, plan["workflow"], first["task"]))
-        print(f"plans stored; see {args.url}/v1/decisions, {args.url}/v1/metrics and {args.url}/docs")
+        executed(client, args.executed)
+        print(
+            f"plans stored; see {args.url}/v1/decisions, {args.url}/v1/gap, {args.url}/v1/metrics and {args.url}/docs"
+        )
+    print(f"dashboard: {args.url.rstrip('/')}/ui/")
+
+
+def executed(client: httpx.Client, count: int) -> None:
+    """Plan `count` ML pipelines, run each on a simulated cluster that drifts from what it declares (node n3 30 %
+    slower, model training 1.5 x: `service.replay.DRIFT`) and report its events: the dashboard's Reality page and
+    /v1/gap show the gap, and the plans after the calibration floor are calibrated."""
+    import os
+
+    from dagsched.service.replay import DRIFT, drift_nodes, ml_pipeline, plan_and_run
+
+    token = os.environ.get("DAGSCHED_API_TOKEN")
+    if not token or count <= 0:
+        print("no events reported (set DAGSCHED_API_TOKEN to report executed runs)" if count > 0 else "", end="")
+        return
+    for i in range(count):
+        body = {"workflow": ml_pipeline(i), "nodes": drift_nodes(), "scheduler": "heft"}
+        plan, achieved = plan_and_run(client, body, DRIFT, token, seed=i)
+        calibrated = " (calibrated)" if (plan.get("calibration") or {}).get("active") else ""
+        print(f"  ran {plan['workflow']:<18} planned {plan['makespan']:7.1f} s, achieved {achieved:7.1f} s{calibrated}")
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ def install(app: FastAPI) -> None:
                 loc, msg = (*loc, *inner.field.split(".")), inner.fault
             if e.get("type") == "json_invalid":
                 status = 400
-                msg = f"malformed JSON: {(e.get('ctx') or {}).get('error', msg)}"
+                msg = f"malformed JSON{_where(err.body, loc)}: {(e.get('ctx') or {}).get('error', msg)}"
                 loc = ("body",)
             elif e.get("type") == "extra_forbidden":
                 msg = "unknown field"
@@ -66,6 +66,16 @@ def install(app: FastAPI) -> None:
     async def _unexpected(request: Request, err: Exception) -> JSONResponse:
         log.exception("unexpected error on %s", request.url.path)
         return JSONResponse({"detail": f"internal error: {type(err).__name__}: {err}"}, status_code=500)
+
+
+def _where(doc: Any, loc: tuple[Any, ...]) -> str:
+    """' at line L, column C' of character offset loc[0] in the JSON text `doc` (both 1-based, as `json` counts)."""
+    if not (loc and isinstance(loc[0], int) and isinstance(doc, str | bytes)):
+        return ""
+    text = doc.decode("utf-8", "replace") if isinstance(doc, bytes) else doc
+    pos = loc[0]
+    line, column = text.count("\n", 0, pos) + 1, pos - text.rfind("\n", 0, pos)
+    return f" at line {line}, column {column}"
 
 
 def _allowed_methods(app: FastAPI, path: str) -> list[str]:

@@ -1,111 +1,78 @@
-"""`dagsched finetune`: fine-tune the serving policy on what one environment really asked the service.
+"""`dagsched finetune`: fine-tune the serving model on what one environment really asked the service, and really ran.
 
 Why: the shipped policy was trained on synthetic DAGs and preset clusters; the workflows and node
-states a deployment actually sends drift from them. The decision store already keeps every plan's
-request (workflow and node states) with its environment label, so a short, seeded fine-tune on
-those requests, judged on requests it never saw, is a safe way to follow the drift.
+states a deployment actually sends drift from them, and so do the runtimes it sees executed. The decision
+store keeps every plan's request (workflow and node states) with its environment label, and the events of
+what ran, so a short, seeded fine-tune on those requests, judged on requests it never saw, is a safe way
+to follow the drift.
 
-What runs, in order:
+What runs, in order (the training itself lives in `dagsched.rl.finetune`; this module reads and ships):
 
 1. read: first plans (not re-plans) labelled `--env`, newer than `--since`, from the store; each
    request becomes a problem exactly as the planner built it (`problem.build_problem`: the nodes'
    free capacity is the capacity; the runtime config's rules are not logged, so none apply).
-   Records of any other label (dev, test) never enter.
+   Records of any other label (dev, test) never enter. With `--runtimes executed` the environment's
+   executed runs in the window are read too and audited (`service.reality`): a log with duplicate events,
+   events out of order, zero or negative durations, outliers past `--outlier-bound` or re-plans labelled
+   with another environment is refused with a report (`--allow-faults` trains without those runs); each
+   problem is then calibrated by the factors those runs give (`service.calibration`): the problem as it
+   really runs.
 2. split: a plan is held out when sha256(plan id) falls under `--holdout`: the same logs give the
    same split, and a plan never moves between sides as logs grow.
-3. fine-tune: DAgger (`rl.imitation`): each round plays every training problem mixing the
-   HEFT-from-here teacher (probability `beta`) and the policy itself, labels every visited state
-   with the teacher's action, and fits a few epochs of behaviour cloning at a small learning rate.
-   Imitation rather than PPO because it takes seconds, needs no Ray, and cannot drift far from
-   the policy it starts at.
-4. evaluate: old and new policies, greedy, on the held-out problems in the one simulator
-   (`sim.run.simulate` with the `drl` scheduler); the score is the mean of new/old makespan.
+3. fine-tune: the model's own trainer (`rl.finetune.trainer`: DAgger from HEFT-from-here for the
+   per-decision policy), on the training problems, from the current model.
+4. evaluate: old and new, greedy, on the held-out problems in the one simulator; the score is the
+   mean of new/old makespan.
 5. ship, only if new/old < 1 - `--margin`: `PUT /v1/model/weights` on `--service` (bearer token
-   from `DAGSCHED_API_TOKEN`), or the policy files in `--out`. A loser is never shipped.
+   from `DAGSCHED_API_TOKEN`), or the files in `--out`. A loser is never shipped.
+
+`online_ft_interval` in the runtime config has the service run the same thing itself (`service.online`).
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import math
 import os
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Any
 
-import typer
-
+from dagsched.console import parse_duration
 from dagsched.model.errors import InputError
+from dagsched.rl.finetune import FinetuneConfig, HeldOutResult, LoggedProblem, evaluate, kind_of, trainer, verdict
 
-if TYPE_CHECKING:
-    from dagsched.model.compiled import CompiledProblem
-
-_UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
-
-
-@dataclass(frozen=True)
-class FinetuneConfig:
-    """What to read, how to fine-tune, and when the result is good enough to ship."""
-
-    store: str
-    """decision store URL (sqlite:///file.sqlite or postgresql://...)"""
-    environment: str = "prod"
-    """only plans stored with this label are read"""
-    since_s: float = 86400.0
-    """only plans stored in the last `since_s` seconds are read"""
-    model: Path | None = None
-    """policy stem to start from (None: the shipped model)"""
-    holdout: float = 0.25
-    """share of plans held out for evaluation (by hash of the plan id)"""
-    max_problems: int = 200
-    """newest plans read at most (keeps the fine-tune brief)"""
-    rounds: int = 2
-    """DAgger rounds (each plays every training problem once)"""
-    epochs: int = 2
-    """passes over the DAgger buffer per round"""
-    lr: float = 1e-4
-    """Adam learning rate (small: stay near the serving policy)"""
-    beta: float = 0.5
-    """probability the teacher acts in a step (else the policy being tuned)"""
-    batch_size: int = 64
-    """states per minibatch"""
-    margin: float = 0.01
-    """ship only when mean new/old makespan < 1 - margin"""
-    seed: int = 0
-    """seed of the episodes and the minibatch order"""
+__all__ = [
+    "FinetuneConfig",
+    "HeldOutResult",
+    "LogRefused",
+    "LoggedProblem",
+    "Outcome",
+    "evaluate",
+    "parse_duration",
+    "read_logged_problems",
+    "run",
+    "verdict",
+]
 
 
-@dataclass
-class LoggedProblem:
-    """One logged request, compiled as the planner compiled it."""
+class LogRefused(InputError):
+    """The event log failed its audit; `faults` has the counts by kind and `examples` a few of them."""
 
-    plan_id: str
-    workflow: str
-    created_at: float
-    cp: CompiledProblem
-
-
-@dataclass
-class HeldOutResult:
-    """Old and new makespans of one held-out problem."""
-
-    plan_id: str
-    workflow: str
-    n_tasks: int
-    n_nodes: int
-    old_makespan: float
-    new_makespan: float
-
-    @property
-    def ratio(self) -> float:
-        return self.new_makespan / max(self.old_makespan, 1e-12)
+    def __init__(self, faults: dict[str, int], examples: list[str]) -> None:
+        listed = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in faults.items() if n)
+        super().__init__(
+            "events",
+            f"the event log has faults ({listed}): refused; --allow-faults trains without the faulty runs. "
+            + "; ".join(examples[:3]),
+        )
+        self.faults = faults
+        self.examples = examples
 
 
 @dataclass
@@ -123,17 +90,11 @@ class Outcome:
     destination: str | None = None
     reason: str = ""
     upload_error: str | None = None
+    reality: dict[str, Any] = field(default_factory=dict)
+    """with --runtimes executed: runs read, faults by kind, runs left out, the calibration the problems got"""
 
 
 # ---- 1. reading the logs -------------------------------------------------------------------------
-
-
-def parse_duration(text: str, flag: str = "--since") -> float:
-    """'30m', '24h', '7d' (also s and w) -> seconds; anything else is an InputError naming the flag."""
-    m = _DURATION.match(text or "")
-    if m is None or float(m.group(1)) <= 0:
-        raise InputError(flag, f"expected a positive duration like 30m, 24h or 7d (units s, m, h, d, w), got {text!r}")
-    return float(m.group(1)) * _UNITS_S[m.group(2)]
 
 
 def check_store_url(url: str) -> str:
@@ -154,27 +115,41 @@ def check_store_url(url: str) -> str:
 
 
 def read_logged_problems(
-    url: str, environment: str, since_s: float, max_problems: int, now: float | None = None
+    url: str,
+    environment: str,
+    since_s: float,
+    max_problems: int,
+    now: float | None = None,
+    runtimes: str = "requested",
+    allow_faults: bool = False,
+    outlier_bound: float = 10.0,
+    reality: dict[str, Any] | None = None,
 ) -> tuple[list[LoggedProblem], list[str]]:
     """First plans of `environment` newer than `since_s`, as compiled problems; also why some could not be rebuilt.
 
-    Raises InputError when the store has no such plan, naming the labels it does have.
-    """
+    `runtimes="executed"`: each problem calibrated by the factors the environment's executed runs in the window
+    give, after their audit (LogRefused unless `allow_faults`); what was read goes into `reality`. Raises
+    InputError when the store has no such plan, naming the labels it does have."""
     import sqlalchemy as sa
 
     from dagsched.io import workflow_from_dict
+    from dagsched.service.calibration import Factors, calibrate
     from dagsched.service.problem import build_problem
     from dagsched.service.schemas import ScheduleRequest
     from dagsched.service.store import Store
 
-    cutoff = (time.time() if now is None else now) - since_s
+    now = time.time() if now is None else now
+    cutoff = now - since_s
     try:
         store = Store(check_store_url(url), create=False)
     except sa.exc.SQLAlchemyError as err:
         raise InputError("--store", f"cannot open the store: {type(err).__name__}: {err}") from None
+    factors = Factors()
     try:
         rows = store.first_plans(environment, cutoff, max_problems)
         labels = [] if rows else store.plans_per_environment(cutoff)
+        if rows and runtimes == "executed":
+            factors = _executed_factors(store, environment, cutoff, now, allow_faults, outlier_bound, reality)
     except sa.exc.SQLAlchemyError as err:
         raise InputError("--store", f"cannot read the plans table: {type(err).__name__}: {err}") from None
     finally:
@@ -189,12 +164,62 @@ def read_logged_problems(
     for row in sorted(rows, key=lambda r: (r["created_at"], r["id"])):
         try:
             req = ScheduleRequest.model_validate(row["request"])
-            cp, _, _, _ = build_problem(workflow_from_dict(req.workflow), req.nodes, [], 10**9)
+            wf, nodes, _ = calibrate(workflow_from_dict(req.workflow), req.nodes, factors)
+            cp, _, _, _ = build_problem(wf, nodes, [], 10**9)
         except (InputError, ValueError) as err:  # an old or odd record is skipped, not fatal
             skipped.append(f"{row['id']}: {err}")
             continue
         problems.append(LoggedProblem(row["id"], row["workflow"], float(row["created_at"]), cp))
     return problems, skipped
+
+
+def _executed_factors(
+    store: Any,
+    environment: str,
+    cutoff: float,
+    now: float,
+    allow_faults: bool,
+    outlier_bound: float,
+    reality: dict[str, Any] | None,
+) -> Any:
+    """The calibration factors of the environment's executed runs in the window, after the log's audit."""
+    from dagsched.service.calibration import estimate
+    from dagsched.service.config import Calibration
+    from dagsched.service.reality import read_runs
+
+    log = read_runs(store, cutoff, environment, 100_000, outlier_bound, now)
+    counts = log.fault_counts()
+    examples = [
+        f"{f.kind} in plan {f.root_id[:12]}" + (f", task {f.task}" if f.task else "") + f": {f.detail}"
+        for f in log.faults
+    ]
+    clean = [r for r in log.runs if r.clean and r.tasks]
+    settings = Calibration()
+    factors = estimate(log.observations(), len(clean), settings, now)
+    if reality is not None:
+        reality.update(
+            {
+                "runs": len(log.runs),
+                "clean_runs": len(clean),
+                "observations": len(log.observations()),
+                "faults": counts,
+                "examples": examples[:20],
+                "other_environments": log.other_environments,
+                "calibration": factors.to_json(),
+            }
+        )
+    if not log.runs:
+        raise InputError(
+            "--runtimes", f"no executed runs of '{environment}' in that window: report events to /v1/events first"
+        )
+    if any(counts.values()) and not allow_faults:
+        raise LogRefused(counts, examples)
+    if not factors.active:
+        raise InputError(
+            "--runtimes",
+            f"{len(clean)} clean executed runs in that window, under the calibration floor of {settings.min_runs}",
+        )
+    return factors
 
 
 # ---- 2. the deterministic split ------------------------------------------------------------------
@@ -212,72 +237,6 @@ def split(problems: list[LoggedProblem], fraction: float) -> tuple[list[LoggedPr
     return [p for p in problems if not is_held_out(p.plan_id, fraction)], held
 
 
-# ---- 3. the fine-tune ----------------------------------------------------------------------------
-
-
-def fine_tune(policy: Any, problems: list[LoggedProblem], cfg: FinetuneConfig) -> tuple[Any, dict[str, float]]:
-    """A copy of `policy` after `cfg.rounds` DAgger rounds on `problems`; the mean losses of the last round."""
-    import numpy as np
-    import torch
-
-    from dagsched.rl.env import EnvConfig, SchedulingEnv
-    from dagsched.rl.imitation import Sample, dagger_round
-
-    torch.manual_seed(cfg.seed)
-    rng = np.random.default_rng(cfg.seed)
-    new = copy.deepcopy(policy)
-    # one environment whose padded sizes hold every problem (episodes pass their problem in reset)
-    env = SchedulingEnv(
-        EnvConfig(
-            max_tasks=max(128, *(p.cp.n_tasks for p in problems)),
-            max_nodes=max(16, *(p.cp.n_nodes for p in problems)),
-            max_edges=max(1024, *(len(p.cp.succ_idx) for p in problems)),
-            history_len=policy.config.history_len,
-        )
-    )
-    optimizer = torch.optim.Adam(new.parameters(), lr=cfg.lr)
-    buffer: list[Sample] = []
-    stats: dict[str, float] = {}
-
-    def episodes() -> Iterator[tuple[Any, int, dict[str, Any]]]:
-        for p in problems:
-            seed = int(rng.integers(2**31))
-            yield env, seed, {"problem": p.cp, "sim_seed": seed}
-
-    for _ in range(cfg.rounds):
-        new.eval()
-        stats, _ = dagger_round(new, optimizer, episodes(), cfg.beta, rng, buffer, cfg.epochs, cfg.batch_size)
-    new.eval()
-    stats["states"] = float(len(buffer))
-    return new, stats
-
-
-# ---- 4. judging old against new ------------------------------------------------------------------
-
-
-def evaluate(old: Any, new: Any, problems: list[LoggedProblem]) -> list[HeldOutResult]:
-    """Greedy makespan of each policy on each problem, in the one simulator (as the service plans)."""
-    from dagsched.schedulers import simulate
-    from dagsched.schedulers.drl import DRLScheduler
-
-    def makespan(policy: Any, cp: CompiledProblem) -> float:
-        result = simulate(cp, DRLScheduler(policy=policy), validate=True)
-        return result.metrics.makespan if result.valid else math.inf
-
-    return [
-        HeldOutResult(p.plan_id, p.workflow, p.cp.n_tasks, p.cp.n_nodes, makespan(old, p.cp), makespan(new, p.cp))
-        for p in problems
-    ]
-
-
-def verdict(results: list[HeldOutResult], margin: float) -> tuple[float, bool]:
-    """(mean new/old makespan, whether it is under 1 - margin); an empty or non-finite mean never wins."""
-    if not results:
-        return math.nan, False
-    mean = sum(r.ratio for r in results) / len(results)
-    return mean, math.isfinite(mean) and mean < 1.0 - margin
-
-
 # ---- 5. shipping ---------------------------------------------------------------------------------
 
 
@@ -287,11 +246,9 @@ def policy_version(stem: Path) -> str:
     return str(meta.get("version") or f"sha-{str(meta.get('sha256', ''))[:12]}")
 
 
-def save_finetuned(policy: Any, stem: Path, version: str, lineage: dict[str, Any]) -> Path:
+def save_finetuned(model: Any, stem: Path, version: str, lineage: dict[str, Any]) -> Path:
     """`<stem>.safetensors` + `<stem>.json`, the metadata carrying the version and where it came from."""
-    from dagsched.policy.files import save_policy
-
-    _, meta_path = save_policy(policy, stem)
+    meta_path = kind_of(model).save(model, stem)
     meta = json.loads(meta_path.read_text())
     meta["version"] = version
     meta["finetune"] = lineage
@@ -320,32 +277,45 @@ def upload(http: Any, token: str, stem: Path) -> dict[str, Any]:
 
 def run(
     cfg: FinetuneConfig,
-    out: Path,
+    out: Path | None = None,
     http: Any = None,
     token: str | None = None,
     judge: Callable[[Any, Any, list[LoggedProblem]], list[HeldOutResult]] = evaluate,
     now: float | None = None,
+    current: Any = None,
+    ship: Callable[[Path], str] | None = None,
 ) -> Outcome:
-    """Read, split, fine-tune, judge, ship (to `http` when given, else to `out`). `judge` is injectable for tests."""
+    """Read, split, fine-tune, judge, ship. The model starts from `current` (a loaded model: the online runner's),
+    else `cfg.model` or the shipped policy; a winner goes to `ship(stem)` when given, else to `http`, else stays in
+    `out` (default `cfg.out`). `judge` is injectable for tests."""
     from dagsched.policy import shipped_model_path
     from dagsched.policy.files import PolicyFileError, load_policy
 
-    problems, skipped = read_logged_problems(cfg.store, cfg.environment, cfg.since_s, cfg.max_problems, now)
+    out = Path(cfg.out) if out is None else out
+    reality: dict[str, Any] = {}
+    problems, skipped = read_logged_problems(
+        cfg.store, cfg.env, cfg.since_s, cfg.max_problems, now, cfg.runtimes, cfg.allow_faults, cfg.outlier_bound,
+        reality,
+    )  # fmt: skip
     train, held = split(problems, cfg.holdout)
-    outcome = Outcome(train, held, skipped)
+    outcome = Outcome(train, held, skipped, reality=reality)
     if not train or not held:
         outcome.reason = (
             f"too few plans to fine-tune and judge: {len(train)} to train on, {len(held)} held out "
             f"(--holdout {cfg.holdout:g}); kept the serving model"
         )
         return outcome
-    stem = cfg.model if cfg.model is not None else shipped_model_path()
-    try:
-        old = load_policy(stem)
-    except PolicyFileError as err:
-        raise InputError("--model", str(err)) from None
+    if current is not None:
+        old, parent = current.policy, current.version
+    else:
+        stem = Path(cfg.model) if cfg.model is not None else shipped_model_path()
+        try:
+            old = load_policy(stem)
+        except PolicyFileError as err:
+            raise InputError("--model", str(err)) from None
+        parent = policy_version(stem)
 
-    new, outcome.train_stats = fine_tune(old, train, cfg)
+    new, outcome.train_stats = trainer(old)(train, old, cfg)
     outcome.results = judge(old, new, held)
     outcome.mean_ratio, wins = verdict(outcome.results, cfg.margin)
     if not wins:
@@ -355,30 +325,34 @@ def run(
         )
         return outcome
 
-    parent = policy_version(stem)
     stamp = datetime.fromtimestamp(time.time() if now is None else now, UTC).strftime("%Y%m%dT%H%M%SZ")
-    outcome.version = re.sub(r"[^A-Za-z0-9._-]", "_", f"{parent}-ft-{cfg.environment}-{stamp}")
+    outcome.version = re.sub(r"[^A-Za-z0-9._-]", "_", f"{parent}-ft-{cfg.env}-{stamp}")
     lineage = {
         "parent": parent,
-        "environment": cfg.environment,
+        "environment": cfg.env,
         "since_s": cfg.since_s,
+        "runtimes": cfg.runtimes,
         "train_plans": len(train),
         "held_out_plans": len(held),
         "mean_makespan_ratio": outcome.mean_ratio,
-        "algorithm": f"DAgger from HEFT-from-here, {cfg.rounds} rounds x {cfg.epochs} epochs, lr {cfg.lr:g}",
+        "algorithm": kind_of(old).algorithm(cfg),
         "seed": cfg.seed,
     }
     saved = save_finetuned(new, out / outcome.version, outcome.version, lineage)
-    if http is not None:
+    if ship is not None or http is not None:
         import httpx
 
         try:
-            info = upload(http, token or "", saved)
-        except (RuntimeError, OSError, httpx.HTTPError) as err:
+            destination = (
+                ship(saved)
+                if ship is not None
+                else f"the service, now serving {upload(http, token or '', saved).get('version')}"
+            )
+        except (RuntimeError, OSError, InputError, httpx.HTTPError) as err:
             outcome.upload_error = str(err)
             outcome.reason = f"the fine-tuned policy won but was not shipped: {err}; its files are at {saved}"
             return outcome
-        outcome.destination = f"the service, now serving {info.get('version')}"
+        outcome.destination = destination
     else:
         outcome.destination = str(saved)
     outcome.shipped = True
@@ -395,7 +369,7 @@ def report(outcome: Outcome, cfg: FinetuneConfig) -> None:
     from dagsched.console import console
 
     console.print(
-        f"[bold]{cfg.environment}[/]: {len(outcome.train) + len(outcome.held_out)} plans "
+        f"[bold]{cfg.env}[/]: {len(outcome.train) + len(outcome.held_out)} plans "
         f"({len(outcome.train)} train, {len(outcome.held_out)} held out, {len(outcome.skipped)} skipped)"
         + (
             f"; fine-tune: {outcome.train_stats['states']:.0f} states, "
@@ -405,19 +379,32 @@ def report(outcome: Outcome, cfg: FinetuneConfig) -> None:
             else ""
         )
     )
+    if outcome.reality:
+        r = outcome.reality
+        cal = r["calibration"]
+        console.print(
+            f"executed runtimes: {r['runs']} runs ({r['clean_runs']} clean, {r['observations']} task runs); "
+            f"calibration {'active' if cal['active'] else 'not active'}: {len(cal['node'])} node and "
+            f"{len(cal['task_name'])} task factors"
+            + (
+                f"; left out: {', '.join(f'{n} {k}' for k, n in r['faults'].items() if n)}"
+                if any(r["faults"].values())
+                else ""
+            )
+        )
     if outcome.results:
-        table = Table(title="held-out plans: makespan of the serving (old) and fine-tuned (new) policy")
+        table = Table(title="held-out plans: makespan of the serving (old) and fine-tuned (new) model")
         for col in ("plan", "workflow", "tasks", "nodes", "old s", "new s", "new/old"):
             table.add_column(col, justify="left" if col in ("plan", "workflow") else "right")
-        for r in outcome.results:
+        for res in outcome.results:
             table.add_row(
-                r.plan_id[:12],
-                r.workflow,
-                str(r.n_tasks),
-                str(r.n_nodes),
-                f"{r.old_makespan:.2f}",
-                f"{r.new_makespan:.2f}",
-                f"{r.ratio:.4f}",
+                res.plan_id[:12],
+                res.workflow,
+                str(res.n_tasks),
+                str(res.n_nodes),
+                f"{res.old_makespan:.2f}",
+                f"{res.new_makespan:.2f}",
+                f"{res.ratio:.4f}",
             )
         table.add_section()
         table.add_row("mean", "", "", "", "", "", f"{outcome.mean_ratio:.4f}")
@@ -429,76 +416,56 @@ def report(outcome: Outcome, cfg: FinetuneConfig) -> None:
         console.print(f"written to {outcome.destination}")
 
 
+def print_refusal(err: LogRefused) -> None:
+    """The audit's report: faults by kind, then examples."""
+    from rich.table import Table
+
+    from dagsched.console import err_console
+
+    table = Table(title="event log audit: refused")
+    table.add_column("fault")
+    table.add_column("count", justify="right")
+    for kind, n in err.faults.items():
+        table.add_row(kind.replace("_", " "), str(n))
+    err_console.print(table)
+    for line in err.examples[:10]:
+        err_console.print(f"  {line}")
+
+
 # ---- the command ---------------------------------------------------------------------------------
 
 
-def finetune(
-    store: Annotated[str, typer.Option("--store", help="decision store URL: sqlite:///file.sqlite or postgresql://")],
-    since: Annotated[str, typer.Option("--since", help="window of plans read: 30m, 24h, 7d")] = "24h",
-    env: Annotated[str, typer.Option("--env", help="environment label of the plans read (others never enter)")] = (
-        "prod"
-    ),
-    model: Annotated[
-        Path | None, typer.Option("--model", help="policy stem to start from (default: the shipped model)")
-    ] = None,
-    service: Annotated[
-        str | None, typer.Option("--service", help="service URL to upload a winner to (token: DAGSCHED_API_TOKEN)")
-    ] = None,
-    out: Annotated[Path, typer.Option("--out", help="folder for a winner's files (without --service)")] = Path(
-        "dagsched-finetune"
-    ),
-    holdout: Annotated[float, typer.Option("--holdout", help="share of plans held out to judge on")] = 0.25,
-    margin: Annotated[float, typer.Option("--margin", help="ship when mean new/old makespan < 1 - margin")] = 0.01,
-    rounds: Annotated[int, typer.Option("--rounds", help="DAgger rounds")] = 2,
-    epochs: Annotated[int, typer.Option("--epochs", help="passes over the buffer per round")] = 2,
-    lr: Annotated[float, typer.Option("--lr", help="learning rate")] = 1e-4,
-    max_problems: Annotated[int, typer.Option("--max-problems", help="newest plans read at most")] = 200,
-    seed: Annotated[int, typer.Option("--seed", help="seed of the fine-tune")] = 0,
-) -> None:
-    """Fine-tune the serving policy on one environment's logged plans; ship it only if it wins on held-out ones.
-
-    Exit 0 whether or not it ships; 2 on bad input (flags, store, no plans for --env); 1 if an upload fails.
-    """
+def run_command(cfg: FinetuneConfig) -> None:
+    """`dagsched finetune` with its options as `cfg`: exit 0 whether or not it ships; 2 on bad input (options, store,
+    no plans for the label, an event log that fails its audit); 1 if an upload fails."""
     import httpx
+    import typer
 
     from dagsched.console import fail
 
     try:
-        if not env.strip():
-            raise InputError("--env", "give an environment label, e.g. prod")
-        if not 0.0 < holdout < 1.0:
-            raise InputError("--holdout", f"must be between 0 and 1 (exclusive), got {holdout:g}")
-        if not -1.0 < margin < 1.0:
-            raise InputError("--margin", f"must be between -1 and 1, got {margin:g}")
-        for flag, value in (("--rounds", rounds), ("--epochs", epochs), ("--max-problems", max_problems)):
-            if value < 1:
-                raise InputError(flag, f"must be at least 1, got {value}")
-        if not lr >= 0.0:
-            raise InputError("--lr", f"must be >= 0, got {lr:g}")
+        cfg.check()
         token = os.environ.get("DAGSCHED_API_TOKEN") or None
-        if service is not None and token is None:
+        if cfg.service is not None and token is None:
             raise InputError("DAGSCHED_API_TOKEN", "set it to the service's bearer token to upload with --service")
-        cfg = FinetuneConfig(
-            store=store,
-            environment=env,
-            since_s=parse_duration(since),
-            model=model,
-            holdout=holdout,
-            max_problems=max_problems,
-            rounds=rounds,
-            epochs=epochs,
-            lr=lr,
-            margin=margin,
-            seed=seed,
-        )
-        check_store_url(store)
-        if service is None:
-            outcome = run(cfg, out)
+        check_store_url(cfg.store)
+        if cfg.service is None:
+            outcome = run(cfg)
         else:
-            with httpx.Client(base_url=service.rstrip("/"), timeout=60.0) as http:
-                outcome = run(cfg, out, http=http, token=token)
+            with httpx.Client(base_url=cfg.service.rstrip("/"), timeout=60.0) as http:
+                outcome = run(cfg, http=http, token=token)
+    except LogRefused as err:
+        print_refusal(err)
+        raise fail(err) from None
     except InputError as err:
         raise fail(err) from None
     report(outcome, cfg)
     if outcome.upload_error is not None:
         raise typer.Exit(1)
+
+
+def finetune_command() -> Callable[..., None]:
+    """The `dagsched finetune` command, its options generated from FinetuneConfig."""
+    from dagsched.rl.config_cli import command_from_config
+
+    return command_from_config(FinetuneConfig, run_command)

@@ -116,6 +116,47 @@ class ServiceMetrics:
         )
         self.store_save_plan = self.store_latency.labels(op="save_plan")
         self.store_ping = self.store_latency.labels(op="ping")
+        self.arm_plans = Counter(
+            "dagsched_canary_plans",
+            "plans made while a canary runs, by arm and scheduler",
+            ["arm", "scheduler"],
+            registry=r,
+        )
+        self.arm_plan_latency = Histogram(
+            "dagsched_canary_plan_latency_seconds",
+            "time to produce one plan while a canary runs, by arm",
+            ["arm"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.arm_fallbacks = Counter(
+            "dagsched_canary_fallbacks", "canary plans that fell back to HEFT, by arm", ["arm"], registry=r
+        )
+        self.arm_makespan_ratio = Gauge(
+            "dagsched_canary_makespan_ratio",
+            "achieved makespan per arm over the default's plan makespan, mean over the stage's executed workflows",
+            ["arm"],
+            registry=r,
+        )
+        self.canary_fraction = Gauge("dagsched_canary_fraction", "share of workflows the candidate plans", registry=r)
+        self.canary_steps = Counter(
+            "dagsched_canary_steps", "canary steps taken here, by action", ["action"], registry=r
+        )
+        self.calibration_active = Gauge(
+            "dagsched_calibration_active", "1 while calibrated predictions are applied", registry=r
+        )
+        self.calibration_factors = Gauge(
+            "dagsched_calibration_factors", "factors in use, by kind (task or node)", ["kind"], registry=r
+        )
+        self.finetune_runs = Counter(
+            "dagsched_online_finetune_runs",
+            "online fine-tunes by trigger and verdict",
+            ["trigger", "verdict"],
+            registry=r,
+        )
+        self.grpc_requests = Counter(
+            "dagsched_grpc_requests", "gRPC calls by method and status code", ["method", "code"], registry=r
+        )
         self.recent = RecentActivity()
         # labelled series of the hot paths, looked up once (`labels()` costs more than `inc()`)
         self._request_series: dict[tuple[str, str, int], tuple[Any, Any]] = {}

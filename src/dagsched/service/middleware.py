@@ -1,24 +1,44 @@
-"""ASGI middleware: request size limits and request metrics.
+"""ASGI middleware: request size and nesting limits, and request metrics.
 
 The size limit counts the bytes actually received (a lying or absent Content-Length
 does not get past it) and answers 413 naming the limit; weight uploads have their own,
-larger limit.
+larger limit. A JSON body nested deeper than `MAX_JSON_DEPTH` arrays and objects is
+refused with 400 saying so, before any parser recurses into it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
+import numpy as np
 from fastapi import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 UPLOAD_PATH = "/v1/model/weights"
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})  # others count as "other"
 
+MAX_JSON_DEPTH = 64
+"""Arrays and objects a JSON body may nest (the deepest request the API defines nests 6); Python's parser itself
+gives up, unhelpfully, at about a thousand."""
+_JSON_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"')  # possessive: linear on any input
+
 
 def _too_large(limit: int) -> HTTPException:
     return HTTPException(413, f"body: request body is over the limit of {limit} bytes")
+
+
+def json_depth(raw: bytes) -> int:
+    """How deep arrays and objects nest in a JSON text (brackets inside strings aside); any bytes will do."""
+    codes = np.frombuffer(_JSON_STRING.sub(b'""', raw), dtype=np.uint8)
+    step = (codes == ord("[")).astype(np.int32) + (codes == ord("{")) - (codes == ord("]")) - (codes == ord("}"))
+    return int(np.cumsum(step).max(initial=0))
+
+
+def _is_json(scope: Scope) -> bool:
+    ctype = next((v for k, v in scope.get("headers") or () if k == b"content-type"), b"").split(b";")[0].strip()
+    return ctype == b"application/json" or ctype.endswith(b"+json")
 
 
 class LimitsAndMetrics:
@@ -51,14 +71,24 @@ class LimitsAndMetrics:
             return
 
         received = 0
+        json_body: list[bytes] | None = [] if _is_json(scope) and scope["path"] != UPLOAD_PATH else None
 
         async def limited_receive() -> Message:
             nonlocal received
             message = await receive()
             if message["type"] == "http.request":
-                received += len(message.get("body", b""))
+                chunk = message.get("body", b"")
+                received += len(chunk)
                 if received > limit:
                     raise _too_large(limit)
+                if json_body is not None:  # the whole body is checked before the app parses it
+                    json_body.append(chunk)
+                    if not message.get("more_body", False):
+                        depth = json_depth(b"".join(json_body))
+                        if depth > MAX_JSON_DEPTH:
+                            raise HTTPException(
+                                400, f"body: JSON nested {depth} levels deep; at most {MAX_JSON_DEPTH} are accepted"
+                            )
             return message
 
         async def tracking_send(message: Message) -> None:
@@ -70,9 +100,9 @@ class LimitsAndMetrics:
         try:
             await self.app(scope, limited_receive, tracking_send)
         except HTTPException as err:  # raised by limited_receive outside any handler
-            if err.status_code != 413 or status["started"]:
+            if err.status_code not in (400, 413) or status["started"]:
                 raise
-            await self._refuse(send, limit, status)
+            await self._answer(send, err.status_code, str(err.detail), status)
         self._count(scope, status["code"])
 
     async def _refuse(self, send: Send, limit: int, status: dict) -> None:

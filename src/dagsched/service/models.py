@@ -11,8 +11,12 @@ finite). Only then is it swapped in, under a lock, in one assignment; the old on
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+import os
 import shutil
+import socket
 import tempfile
 import threading
 import time
@@ -21,6 +25,57 @@ from pathlib import Path
 from typing import Any
 
 from dagsched.model.errors import InputError
+
+log = logging.getLogger("dagsched.service")
+
+STAGING_PREFIX = ".upload-"
+"""An upload is validated in a staging folder of the model folder, `.upload-<host>-<pid>-<random>`, removed
+when the upload ends; one left by a process killed half-way is removed at the next start-up
+(`clean_stale_uploads`)."""
+STAGING_STALE_S = 900.0
+"""A staging folder older than this is left over whoever made it: validating an upload takes seconds."""
+
+
+def _host() -> str:
+    return "".join(c if c.isalnum() else "_" for c in socket.gethostname())[:64] or "host"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def clean_stale_uploads(model_dir: Path, now: float | None = None) -> list[str]:
+    """Remove the staging folders that uploads killed half-way left in `model_dir`; return their names.
+
+    Stale: made on this host by a process that is gone (or by this process's pid, which, starting, has no
+    upload of its own: a restarted container often gets its old pid back), or older than `STAGING_STALE_S`
+    whoever made it (another host's, or a folder named before the host and pid were part of the name). A
+    folder of a live process on this host that is younger is another worker's upload in progress: kept.
+    """
+    now = time.time() if now is None else now
+    if not model_dir.is_dir():
+        return []
+    host, me, removed = _host(), os.getpid(), []
+    for path in sorted(model_dir.glob(STAGING_PREFIX + "*")):
+        if not path.is_dir():
+            continue
+        parts = path.name[len(STAGING_PREFIX) :].split("-")
+        mine = len(parts) == 3 and parts[0] == host and parts[1].isdigit()
+        with contextlib.suppress(OSError):
+            old = now - path.stat().st_mtime > STAGING_STALE_S
+            gone = mine and (int(parts[1]) == me or not _pid_alive(int(parts[1])))
+            if old or gone:
+                shutil.rmtree(path)
+                removed.append(path.name)
+    if removed:
+        log.warning("removed %d staging folder(s) of uploads killed half-way: %s", len(removed), ", ".join(removed))
+    return removed
 
 
 @dataclass(frozen=True)
@@ -82,6 +137,7 @@ class ModelManager:
         self.previous: LoadedModel | None = None
         self.error: str | None = None  # why no model is loaded, when none is
         self._lock = threading.Lock()
+        clean_stale_uploads(self.model_dir)
 
     @staticmethod
     def available() -> bool:
@@ -143,7 +199,7 @@ class ModelManager:
         except (SafetensorError, Exception) as err:  # noqa: BLE001  (any parse failure is the client's file)
             raise InputError("weights", f"not a valid safetensors file: {err}") from None
         self.model_dir.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(dir=self.model_dir, prefix=".upload-"))
+        staging = Path(tempfile.mkdtemp(dir=self.model_dir, prefix=f"{STAGING_PREFIX}{_host()}-{os.getpid()}-"))
         try:
             stem = staging / "policy"
             (staging / "policy.safetensors").write_bytes(weights)

@@ -1,6 +1,7 @@
 """Plans for `/v1/schedule`: the chosen scheduler run in the one simulator on predicted runtimes.
 
-How a request becomes a plan:
+How a request becomes a plan (`Planner.plan_workflow`, in three steps: choose and run with fallback,
+gather the evidence, build the records):
 
 1. The workflow is read by `workflow_from_dict` (native or WfFormat) and made a problem by
    `service.problem.build_problem`: the nodes' free capacity as the cluster, and the config's
@@ -13,8 +14,13 @@ How a request becomes a plan:
    missing, fails, is too slow or its plan is invalid, HEFT plans instead and the response
    says `fallback: true` with the reason (also counted in `dagsched_fallbacks_total`).
 5. The load-skew monitor: when the std of the nodes' cpu utilisation (from the request) is
-   over the threshold, the next N task placements go round-robin among feasible nodes.
-6. Evidence per assignment (`dagsched.explain.evidence`): the top alternatives with their
+   over the threshold, the next N task placements go to the registered `round_robin` scheduler.
+6. Calibration (`service.calibration`), when the runtime config enables it and enough executed runs
+   were seen: the request's runtimes and node speeds are corrected before the problem is built, and
+   each assignment's evidence says by how much.
+7. A canary (`service.canary`): a request that names no scheduler goes to the candidate's arm when a
+   hash of its workflow's name falls under the canary's fraction.
+8. Evidence per assignment (`dagsched.explain.evidence`): the top alternatives with their
    estimated finish on each node in the final plan's context (HEFT's own criterion), the
    constraints that rejected nodes, and the terms of the placement; the plan's score is the
    one objective (`dagsched.sim.objective`).
@@ -28,6 +34,7 @@ import math
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +46,7 @@ from dagsched.model import CompiledProblem
 from dagsched.model.errors import InputError
 from dagsched.schedulers import make_scheduler, registered_names, simulate
 from dagsched.schedulers.base import Scheduler
+from dagsched.service.calibration import Applied, Calibrator, Factors, calibrate
 from dagsched.service.config import RuntimeConfig
 from dagsched.service.problem import build_problem, canonical_json
 from dagsched.service.schemas import NodeState, ScheduleRequest
@@ -55,18 +63,21 @@ class DeadlineExceeded(RuntimeError):
     """One decision of the learned policy took longer than the configured deadline."""
 
 
-class Guarded(Scheduler):
-    """Wraps a scheduler to enforce a per-decision deadline (the learned policy's)."""
+class Timed(Scheduler):
+    """Wraps a scheduler: times each decision, notes which decision started each task, and enforces an optional
+    per-decision deadline (the learned policy's)."""
 
-    def __init__(self, inner: Scheduler, deadline_s: float | None) -> None:
+    def __init__(self, inner: Scheduler, deadline_s: float | None = None) -> None:
         super().__init__()
         self.inner = inner
         self.name = inner.name  # type: ignore[misc]
         self.deadline_s = deadline_s
         self.decide_s: list[float] = []
+        self.task_latency_s = np.zeros(0)
 
     def reset(self, cp: CompiledProblem, view: DecisionPoint, seed: int = 0) -> None:
         super().reset(cp, view, seed)
+        self.task_latency_s = np.zeros(cp.n_tasks)
         self.inner.reset(cp, view, seed)
 
     def decide(self, dp: DecisionPoint) -> Decision:
@@ -74,39 +85,13 @@ class Guarded(Scheduler):
         d = self.inner.decide(dp)
         took = time.perf_counter() - t0
         self.decide_s.append(took)
+        for t, _ in d.assignments:
+            self.task_latency_s[t] = took
         if self.deadline_s is not None and took > self.deadline_s:
             raise DeadlineExceeded(
                 f"a decision took {took * 1e3:.1f} ms, over the {self.deadline_s * 1e3:g} ms deadline"
             )
         return d
-
-
-class FeasibleRoundRobin(Scheduler):
-    """The load-skew monitor's mode: ready tasks in index order, each to the next node in a cycle that can start it."""
-
-    name = "round_robin"
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.next_node = 0
-
-    def decide(self, dp: DecisionPoint) -> Decision:
-        free = dp.free.copy()
-        m = dp.cp.n_nodes
-        out: list[tuple[int, int]] = []
-        for t in dp.ready_tasks():
-            for k in range(m):
-                nd = (self.next_node + k) % m
-                if dp.can_start(t, nd, free):
-                    out.append((t, nd))
-                    free[nd] -= dp.request(t)
-                    self.next_node = (nd + 1) % m
-                    break
-        wake = None
-        if not out and not dp.running:
-            pending = [float(dp.data_ready_all_s(t).min()) for t in dp.ready_tasks()]
-            wake = min((p for p in pending if p > dp.now), default=None)
-        return Decision(out, wake)
 
 
 class Breaker:
@@ -141,22 +126,58 @@ class SkewMonitor:
     def __init__(self) -> None:
         self.remaining = 0
         self.last_std = 0.0
+        self.trips = 0
+        self.on_trip: Callable[[float], None] | None = None
+        """Called (outside the lock) with the skew each time the monitor trips: online fine-tuning listens."""
         self._lock = threading.Lock()
 
     def observe(self, nodes: list[NodeState], threshold: float, decisions: int) -> bool:
         """Record the nodes' skew; True when round-robin mode is (now or still) on."""
         util = [1.0 - (n.free.cpu if n.free else n.cpu) / n.cpu for n in nodes]
         std = float(np.std(util)) if len(util) > 1 else 0.0
+        tripped = False
         with self._lock:
             self.last_std = std
             if std > threshold and decisions > 0 and self.remaining == 0:
                 self.remaining = decisions
+                self.trips += 1
+                tripped = True
                 log.warning("load skew %.3f over %.3f: next %d placements go round-robin", std, threshold, decisions)
-            return self.remaining > 0
+            on = self.remaining > 0
+        if tripped and self.on_trip is not None:
+            self.on_trip(std)
+        return on
 
     def consume(self, n: int) -> None:
         with self._lock:
             self.remaining = max(0, self.remaining - n)
+
+
+@dataclass
+class Chosen:
+    """What step 1 of a plan made: the run, which scheduler made it, and why another did not."""
+
+    result: RunResult
+    used: str
+    fallback_reason: str | None
+    model_version: str | None
+    task_latency_s: np.ndarray
+    """per task index: the latency of the decision that started it"""
+    inference_s: list[float]
+    notes: list[str]
+
+
+@dataclass
+class Route:
+    """Where a canary sends one workflow: its arm, and who plans it there."""
+
+    arm: str
+    """`default` or `candidate`"""
+    scheduler: str
+    canary_id: str
+    models: Any = None
+    """the policy of a model-version candidate (a ModelManager); None: the serving one"""
+    breaker: Breaker | None = None
 
 
 @dataclass
@@ -170,6 +191,7 @@ class Planned:
     allowed: np.ndarray
     decision_latency_s: list[float]
     inference_s: list[float]
+    route: Route | None = None
 
 
 def objective(cp: CompiledProblem, result: RunResult, weights: ObjectiveWeights) -> dict[str, Any]:
@@ -184,16 +206,25 @@ def objective(cp: CompiledProblem, result: RunResult, weights: ObjectiveWeights)
     }
 
 
-class Planner:
-    """Turns a ScheduleRequest into a Planned; holds the breaker and the skew monitor of this process."""
+SCORE_KIND = "estimated finish time on the node in this plan's context, seconds (lower wins; HEFT's EFT)"
 
-    def __init__(self, models: Any, metrics: Any, environment: str, max_tasks: int) -> None:
+
+class Planner:
+    """Turns a ScheduleRequest into a Planned; holds the breaker, the skew monitor and the calibration of this
+    process, and asks the canary (when one is set) which arm a workflow is in."""
+
+    def __init__(
+        self, models: Any, metrics: Any, environment: str, max_tasks: int, calibrator: Calibrator | None = None
+    ) -> None:
         self.models = models
         self.metrics = metrics
         self.environment = environment
         self.max_tasks = max_tasks
         self.breaker = Breaker()
         self.skew = SkewMonitor()
+        self.calibrator = calibrator
+        self.router: Callable[[str, RuntimeConfig, str | None], Route | None] | None = None
+        """The canary's `route(workflow name, config, arm of the chain or None)`, when the service has one."""
 
     def _run(self, cp: CompiledProblem, sched: Scheduler) -> RunResult:
         result = simulate(cp, sched, validate=True)
@@ -203,13 +234,28 @@ class Planner:
             raise RuntimeError("the plan does not finish")
         return result
 
+    def factors(self, config: RuntimeConfig) -> Factors:
+        """The calibration factors this process plans with now (inactive when switched off or too few runs)."""
+        if self.calibrator is None:
+            return Factors(enabled=False)
+        factors = self.calibrator.factors(config.calibration)
+        self.metrics.calibration_active.set(1.0 if factors.active else 0.0)
+        self.metrics.calibration_factors.labels(kind="task").set(len(factors.task) + len(factors.name))
+        self.metrics.calibration_factors.labels(kind="node").set(len(factors.node))
+        return factors
+
+    def calibrate(self, wf: Any, nodes: list[NodeState], config: RuntimeConfig) -> tuple[Any, list[NodeState], Applied]:
+        """The workflow and nodes with calibrated runtimes, and what changed (for the evidence)."""
+        return calibrate(wf, nodes, self.factors(config))
+
     def plan(self, req: ScheduleRequest, config: RuntimeConfig) -> Planned:
         """Plan a /v1/schedule request."""
         try:
             wf = workflow_from_dict(req.workflow)
         except InputError as err:
             raise InputError(f"workflow.{err.field}".rstrip("."), err.fault) from None
-        return self.plan_workflow(wf, req, config)
+        wf, nodes, applied = self.calibrate(wf, req.nodes, config)
+        return self.plan_workflow(wf, req, config, nodes=nodes, applied=applied)
 
     def plan_workflow(
         self,
@@ -220,130 +266,190 @@ class Planner:
         pins: dict[str, str] | None = None,
         avoid: dict[str, str] | None = None,
         offset_s: float = 0.0,
+        nodes: list[NodeState] | None = None,
+        applied: Applied | None = None,
+        arm: str | None = None,
     ) -> Planned:
-        """Plan `wf` on `req.nodes`; a re-plan passes its chain's root, pinned and avoided nodes, and its start."""
+        """Plan `wf` on `nodes` (default `req.nodes`), already calibrated as `applied` says; a re-plan passes its
+        chain's root, pinned and avoided nodes, its start, and the canary arm its chain is in."""
         t_start = time.perf_counter()
-        requested = req.scheduler or config.default_scheduler
+        route = None
+        if req.scheduler is None and self.router is not None:
+            route = self.router(wf.name, config, arm)
+        requested = route.scheduler if route is not None else (req.scheduler or config.default_scheduler)
         if requested != "drl" and requested not in registered_names():
             raise InputError("scheduler", f"unknown scheduler '{requested}'; known: {', '.join(registered_names())}")
         cp, allowed, why, rejected_nodes = build_problem(
-            wf, req.nodes, config.compiled_rules, self.max_tasks, pins, avoid
+            wf, nodes if nodes is not None else req.nodes, config.compiled_rules, self.max_tasks, pins, avoid
         )
-        weights = req.weights or config.reward_weights
+        chosen = self.choose_and_run(cp, requested, config, req.nodes, route)
+        assignments = self.gather_evidence(cp, chosen.result, allowed, why, offset_s, applied)
+        latency_s = time.perf_counter() - t_start
+        self._observe(chosen, latency_s, route)
+        planned = self.build_records(
+            wf, req, requested, config, cp, allowed, chosen, assignments, rejected_nodes, root_id, offset_s, applied
+        )
+        planned.route = route
+        if route is not None:
+            planned.response["arm"] = route.arm
+            planned.response["canary"] = route.canary_id
+        return planned
+
+    # ---- step 1: choose the scheduler and run it, falling back to HEFT ----------------------------------
+
+    def choose_and_run(
+        self,
+        cp: CompiledProblem,
+        requested: str,
+        config: RuntimeConfig,
+        node_states: list[NodeState],
+        route: Route | None = None,
+    ) -> Chosen:
+        """Run `requested` (round-robin while the skew monitor is on; the learned policy behind its breaker and
+        deadline); HEFT plans when it is missing, fails or is too slow, and the reason is kept."""
         notes: list[str] = []
         fallback_reason: str | None = None
         model_version: str | None = None
         inference_s: list[float] = []
-
-        round_robin = self.skew.observe(req.nodes, config.skew.threshold, config.skew.decisions)
+        timed: Timed | None = None
         result: RunResult | None = None
         used = requested
-        if round_robin:
+        if self.skew.observe(node_states, config.skew.threshold, config.skew.decisions):
             notes.append(
                 f"load skew {self.skew.last_std:.3f} over {config.skew.threshold:g}: placements go round-robin "
                 f"among feasible nodes ({self.skew.remaining} left)"
             )
             used = "round_robin"
-            result = self._run(cp, FeasibleRoundRobin())
+            timed = Timed(make_scheduler("round_robin"))
+            result = self._run(cp, timed)
             self.skew.consume(cp.n_tasks)
             self.metrics.skew_round_robin.inc(cp.n_tasks)
         elif requested == "drl":
-            current = self.models.current
+            models = route.models if route is not None and route.models is not None else self.models
+            breaker = route.breaker if route is not None and route.breaker is not None else self.breaker
+            current = models.current
             if current is None:
-                fallback_reason = self.models.error or "no learned policy loaded"
-            elif self.breaker.is_open():
+                fallback_reason = models.error or "no learned policy loaded"
+            elif breaker.is_open():
                 fallback_reason = "the learned policy's breaker is open (recent failures); HEFT serves until it closes"
             else:
                 model_version = current.version
-                guarded = Guarded(self.models.scheduler(config.temperature), config.decision_deadline_ms / 1e3)
+                timed = Timed(models.scheduler(config.temperature), config.decision_deadline_ms / 1e3)
                 try:
-                    result = self._run(cp, guarded)
-                    inference_s = guarded.decide_s
-                    self.breaker.success()
+                    result = self._run(cp, timed)
+                    inference_s = timed.decide_s
+                    breaker.success()
                 except Exception as err:  # noqa: BLE001  (any failure of the policy means HEFT plans)
                     fallback_reason = f"learned policy failed: {type(err).__name__}: {err}"
-                    if self.breaker.failure(config.breaker.failures, config.breaker.cooldown_s):
+                    if breaker.failure(config.breaker.failures, config.breaker.cooldown_s):
                         notes.append("the learned policy's breaker opened")
-            if fallback_reason is not None:
-                result = None
         else:
+            timed = Timed(make_scheduler(requested))
             try:
-                result = self._run(cp, make_scheduler(requested))
+                result = self._run(cp, timed)
             except Exception as err:  # noqa: BLE001
                 if requested == "heft":
                     raise
                 fallback_reason = f"{requested} failed: {type(err).__name__}: {err}"
-        if result is None:
+        if result is None or fallback_reason is not None:
             used = "heft"
             label = fallback_reason.split(":")[0][:60] if fallback_reason else "unknown"
             self.metrics.fallbacks.labels(reason=label).inc()
             log.warning("falling back to HEFT: %s", fallback_reason)
-            result = self._run(cp, make_scheduler("heft"))
-            model_version = None if requested == "drl" else model_version
+            timed = Timed(make_scheduler("heft"))
+            result = self._run(cp, timed)
+            model_version = None
         self.metrics.breaker_open.set(1.0 if self.breaker.is_open() else 0.0)
+        assert timed is not None
+        return Chosen(result, used, fallback_reason, model_version, timed.task_latency_s, inference_s, notes)
 
-        score_kind = "estimated finish time on the node in this plan's context, seconds (lower wins; HEFT's EFT)"
-        ev = evidence(cp, result, allowed, why, score_kind)
-        plan_id = uuid.uuid4().hex
-        assignments = []
+    # ---- step 2: the evidence of every assignment ---------------------------------------------------------
+
+    def gather_evidence(
+        self,
+        cp: CompiledProblem,
+        result: RunResult,
+        allowed: np.ndarray,
+        why: dict[tuple[int, int], str],
+        offset_s: float,
+        applied: Applied | None,
+    ) -> list[dict[str, Any]]:
+        """The assignments in start order, each with its evidence (alternatives, rejections, terms, and what
+        calibration changed), in the request's time frame (`offset_s` after the chain's start)."""
+        ev = evidence(cp, result, allowed, why, SCORE_KIND)
         if offset_s:
             for e in ev.values():
                 for alt in e["alternatives"]:
                     alt["start"] += offset_s
                     alt["finish"] += offset_s
                     alt["score"] += offset_s
+        assignments = []
         for a in sorted((a for a in result.trace.attempts if a.outcome == "done"), key=lambda a: (a.start, a.task)):
+            task, node = cp.task_ids[a.task], cp.node_ids[a.node]
+            e = ev[a.task]
+            if applied is not None and (cal := applied.evidence(task, node, float(cp.exec_s[a.task, a.node]))):
+                e["calibration"] = cal
             assignments.append(
-                {
-                    "task": cp.task_ids[a.task],
-                    "node": cp.node_ids[a.node],
-                    "start": a.start + offset_s,
-                    "finish": a.end + offset_s,
-                    "evidence": ev[a.task],
-                }
+                {"task": task, "node": node, "start": a.start + offset_s, "finish": a.end + offset_s, "evidence": e}
             )
-        latency_s = time.perf_counter() - t_start
-        self.metrics.plan_latency.labels(scheduler=used).observe(latency_s)
-        decision_latency = self.metrics.decision_latency.labels(scheduler=used)  # once, not per decision
-        for d in result.trace.decision_latency_s:
-            decision_latency.observe(d)
-        for d in inference_s:
-            self.metrics.inference.observe(d)
-        self.metrics.recent.note_plan(latency_s, result.trace.decision_latency_s, fallback_reason is not None)
+        return assignments
+
+    # ---- step 3: the response and the store's rows --------------------------------------------------------
+
+    def build_records(
+        self,
+        wf: Any,
+        req: ScheduleRequest,
+        requested: str,
+        config: RuntimeConfig,
+        cp: CompiledProblem,
+        allowed: np.ndarray,
+        chosen: Chosen,
+        assignments: list[dict[str, Any]],
+        rejected_nodes: list[dict[str, str]],
+        root_id: str | None,
+        offset_s: float,
+        applied: Applied | None,
+    ) -> Planned:
+        """The response, the plan's row and one row per decision (each with its own decision's latency)."""
+        result = chosen.result
+        plan_id = uuid.uuid4().hex
+        fallback = chosen.fallback_reason is not None
         response = {
             "plan_id": plan_id,
-            "scheduler": used,
-            "fallback": fallback_reason is not None,
+            "scheduler": chosen.used,
+            "fallback": fallback,
             "makespan": result.metrics.makespan + offset_s,
             "cost": result.metrics.cost,
             "assignments": assignments,
-            "fallback_reason": fallback_reason,
+            "fallback_reason": chosen.fallback_reason,
             "requested_scheduler": requested,
             "workflow": wf.name,
-            "model_version": model_version,
-            "objective": objective(cp, result, weights),
+            "model_version": chosen.model_version,
+            "objective": objective(cp, result, req.weights or config.reward_weights),
             "rejected_nodes": rejected_nodes,
-            "notes": notes,
+            "notes": chosen.notes,
             "root_id": root_id or plan_id,
+            "calibration": applied.summary() if applied is not None else None,
         }
         request_text = canonical_json(req.model_dump(mode="json"))  # digested and stored as it is: encoded once
         in_digest = hashlib.sha256(request_text.encode()).hexdigest()
-        per_decision_ms = 1e3 * sum(result.trace.decision_latency_s) / max(len(assignments), 1)
         plan_row = {
             "id": plan_id,
             "root_id": root_id or plan_id,
             "workflow": wf.name,
-            "scheduler": used,
-            "fallback": fallback_reason is not None,
-            "fallback_reason": fallback_reason,
-            "makespan": result.metrics.makespan + offset_s,
+            "scheduler": chosen.used,
+            "fallback": fallback,
+            "fallback_reason": chosen.fallback_reason,
+            "makespan": response["makespan"],
             "cost": result.metrics.cost,
-            "model_version": model_version,
+            "model_version": chosen.model_version,
             "environment": self.environment,
             "input_digest": in_digest,
             "request": EncodedJSON(request_text),
             "response": response,
         }
+        index = {tid: i for i, tid in enumerate(cp.task_ids)}
         rows = [
             {
                 "plan_id": plan_id,
@@ -354,30 +460,38 @@ class Planner:
                 "finish": x["finish"],
                 "scores": x["evidence"]["alternatives"],
                 "input_digest": in_digest,
-                "scheduler": used,
-                "latency_ms": per_decision_ms,
-                "model_version": model_version,
+                "scheduler": chosen.used,
+                "latency_ms": 1e3 * float(chosen.task_latency_s[index[x["task"]]]),
+                "model_version": chosen.model_version,
                 "environment": self.environment,
             }
             for x in assignments
         ]
-        return Planned(response, plan_row, rows, cp, allowed, result.trace.decision_latency_s, inference_s)
+        return Planned(response, plan_row, rows, cp, allowed, result.trace.decision_latency_s, chosen.inference_s, None)
+
+    def _observe(self, chosen: Chosen, latency_s: float, route: Route | None) -> None:
+        """The plan's metrics: latency by scheduler (and by canary arm), each decision's latency, inference."""
+        m = self.metrics
+        m.plan_latency.labels(scheduler=chosen.used).observe(latency_s)
+        decision_latency = m.decision_latency.labels(scheduler=chosen.used)  # once, not per decision
+        for d in chosen.result.trace.decision_latency_s:
+            decision_latency.observe(d)
+        for d in chosen.inference_s:
+            m.inference.observe(d)
+        m.recent.note_plan(latency_s, chosen.result.trace.decision_latency_s, chosen.fallback_reason is not None)
+        if route is not None:
+            m.arm_plans.labels(arm=route.arm, scheduler=chosen.used).inc()
+            m.arm_plan_latency.labels(arm=route.arm).observe(latency_s)
+            if chosen.fallback_reason is not None:
+                m.arm_fallbacks.labels(arm=route.arm).inc()
 
     def shadow(self, planned: Planned, shadow_name: str) -> dict[str, Any] | None:
         """The shadow scheduler's plan of the same problem: its predicted makespan and cost beside the live ones."""
         live = planned.response
         if shadow_name == live["scheduler"]:
             return None
-        if shadow_name == "drl":
-            if self.models.current is None:
-                return None
-            sched: Scheduler = self.models.scheduler(0.0)
-        else:
-            sched = make_scheduler(shadow_name)
-        try:
-            result = self._run(planned.cp, sched)
-        except Exception as err:  # noqa: BLE001  (a failing shadow never affects the live answer)
-            log.warning("shadow %s failed: %s", shadow_name, err)
+        result = self.plan_alone(planned.cp, shadow_name)
+        if result is None:
             return None
         return {
             "plan_id": live["plan_id"],
@@ -389,3 +503,19 @@ class Planner:
             "shadow_cost": result.metrics.cost,
             "environment": self.environment,
         }
+
+    def plan_alone(self, cp: CompiledProblem, name: str, models: Any = None) -> RunResult | None:
+        """Another scheduler's plan of a problem already built (a shadow's, a canary's other arm); None when it
+        cannot plan it (it never affects the live answer)."""
+        if name == "drl":
+            models = models or self.models
+            if models.current is None:
+                return None
+            sched: Scheduler = models.scheduler(0.0)
+        else:
+            sched = make_scheduler(name)
+        try:
+            return self._run(cp, sched)
+        except Exception as err:  # noqa: BLE001  (a failing shadow never affects the live answer)
+            log.warning("shadow plan by %s failed: %s", name, err)
+            return None

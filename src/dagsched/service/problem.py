@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from dagsched.explain.evidence import capacity_rejections
+from dagsched.io.native import native_field
 from dagsched.model import EPS as _EPS
 from dagsched.model import Cluster, CompiledProblem, Node, Problem, compile_problem
 from dagsched.model.errors import InputError, parse
@@ -104,7 +105,10 @@ def build_problem(
     try:
         problem: Problem = parse(Problem, {"name": wf.name, "workflows": [wf], "cluster": cluster})
     except InputError as err:
+        # the request's workflow is written as a native one (`tasks[i].resources.gpu`); WfFormat has no such paths
         field = err.field.replace("workflows[0].", "workflow.").replace("workflows[0]", "workflow")
+        if field.startswith("workflow."):
+            field = "workflow." + native_field(field.removeprefix("workflow."))
         raise InputError(field, err.fault + " (on the nodes' free capacity)") from None
     cp = compile_problem(problem)
     fits, why = capacity_rejections(cp)  # (tasks, nodes)

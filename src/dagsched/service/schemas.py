@@ -66,11 +66,21 @@ class Rejection(BaseModel):
     constraint: str
 
 
+class AssignmentCalibration(BaseModel):
+    """How calibration changed this assignment's runtime (`service.calibration`)."""
+
+    declared_s: float = Field(description="the request's own runtime of the task on this node")
+    calibrated_s: float = Field(description="the runtime planned with: declared x task factor x node factor")
+    task_factor: float = Field(description="for the task's name on this node's class")
+    node_factor: float = Field(description="for this node")
+
+
 class Evidence(BaseModel):
     score: str = Field(description="what `alternatives[].score` measures")
     alternatives: list[Alternative]
     rejected: list[Rejection]
     terms: dict[str, float]
+    calibration: AssignmentCalibration | None = Field(None, description="present when calibration acted")
 
 
 class Assignment(BaseModel):
@@ -98,6 +108,11 @@ class PlanResponse(BaseModel):
     rejected_nodes: list[Rejection]
     notes: list[str]
     root_id: str | None = None
+    calibration: dict[str, Any] | None = Field(
+        None, description="whether calibrated predictions were applied, on how many executed runs, what changed"
+    )
+    arm: Literal["default", "candidate"] | None = Field(None, description="the canary arm that planned it")
+    canary: str | None = Field(None, description="the canary's id, when one ran")
 
 
 EventKind = Literal["task_started", "task_finished", "task_failed", "task_overran", "node_down", "node_up"]

@@ -36,6 +36,10 @@ class Settings(BaseSettings):
     sync_interval_s: float = Field(
         1.0, ge=0, description="how often this replica polls the store for a new serving model or config; 0: never"
     )
+    grpc_port: int | None = Field(
+        None, ge=0, le=65535, description="also serve the gRPC API (dagsched.proto) on this port; None: HTTP only"
+    )
+    grpc_host: str = Field("127.0.0.1", description="interface the gRPC API listens on")
     report_dir: Path | None = Field(
         None, description="a benchmark report folder (`dagsched report --out`) whose figures the dashboard shows"
     )

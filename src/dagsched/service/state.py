@@ -21,15 +21,19 @@ import json
 import logging
 import threading
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, HTTPException, Request
 
 from dagsched.model.errors import InputError
+from dagsched.service.calibration import Calibrator
+from dagsched.service.canary import CanaryController, with_id
 from dagsched.service.config import RuntimeConfig, config_from_dict, read_config
 from dagsched.service.metrics import ServiceMetrics
 from dagsched.service.models import ModelManager
+from dagsched.service.online import OnlineFinetuner
 from dagsched.service.planner import Planner
+from dagsched.service.reality import calibration_reader
 from dagsched.service.settings import Settings
 from dagsched.service.store import Store
 
@@ -52,19 +56,28 @@ class ServiceState:
         # their deadline and fall back to HEFT. Run more processes (`serve --workers`) for throughput.
         self.plan_lock = threading.Lock()
         if settings.config_file is not None:
-            self.config = read_config(settings.config_file)  # a bad file at start-up stops the start
+            self.config = with_id(read_config(settings.config_file))  # a bad file at start-up stops the start
         self.models.try_load_startup(settings.model_path)
         if self.models.current is not None:
             c = self.models.current
             self.store.add_model_version(c.version, c.sha256, c.source, c.meta, c.loaded_at)
         else:
             log.warning("%s; /v1/schedule falls back to HEFT", self.models.error)
-        self.planner = Planner(self.models, self.metrics, settings.environment, settings.max_tasks)
+        self.calibrator = Calibrator(calibration_reader(self.store, settings.environment))
+        self.planner = Planner(
+            self.models, self.metrics, settings.environment, settings.max_tasks, calibrator=self.calibrator
+        )
+        self.canary = CanaryController(self)
+        self.planner.router = self.canary.route
+        self.online = OnlineFinetuner(self)
+        self.planner.skew.on_trip = lambda _std: self.online.request("skew")
+        self.grpc_port: int | None = None  # where this process also serves gRPC (set when the server starts)
         self.revision = 0  # the `serving` revision this replica has applied
         self.sync_error: str | None = None
         self.changing = threading.RLock()
         """Held by a change made here (swap, then publish) and by `sync`, so a sync never lands between the two."""
         self._startup_publish()
+        self.canary.note(self.config)
         self.publish_model()
         self._sync_stop = threading.Event()
         self._sync_thread: threading.Thread | None = None
@@ -158,15 +171,19 @@ class ServiceState:
                 log.warning("sync failed: %s", err)
 
     def close(self) -> None:
+        self.online.close()
         self._sync_stop.set()
         if self._sync_thread is not None:
             self._sync_thread.join(timeout=10)
         self.store.close()
 
     def set_config(self, config: RuntimeConfig) -> None:
+        """Make `config` the live one here (a canary it starts gets its id)."""
+        named = with_id(config)
         with self._config_lock:
-            self.config = config
+            self.config = named
         self.metrics.config_reloads.labels(outcome="ok").inc()
+        self.metrics.canary_fraction.set(named.canary.fraction if named.canary is not None else 0.0)
 
     def reload_config(self) -> bool:
         """Re-read `config_file` (SIGHUP); a bad file keeps the live config and is logged."""
@@ -183,6 +200,7 @@ class ServiceState:
         with self.changing:
             self.set_config(config)
             self.publish(config=True)
+        self.canary.note(self.config)
         log.info("SIGHUP: config re-read from %s (published to every replica)", path)
         return True
 
@@ -197,6 +215,18 @@ class ServiceState:
             return f"unreachable: {type(err).__name__}"
         self.metrics.store_up.set(1)
         return None
+
+    def ship_model(self, weights: bytes, metadata: bytes, source: str) -> Any:
+        """Validate and swap in a policy's files (an upload, a fine-tune's winner), keep them in the store and
+        publish them: every replica loads it. InputError (naming `weights` or `metadata`) leaves the model as it was."""
+        with self.changing:
+            loaded = self.models.upload(weights, metadata)
+            self.store.put_model_blob(loaded.sha256, loaded.version, weights, loaded.meta)
+            self.publish(source)
+        self.store.add_model_version(loaded.version, loaded.sha256, source, loaded.meta, loaded.loaded_at)
+        self.metrics.model_swaps.labels(outcome="swapped").inc()
+        self.publish_model()
+        return loaded
 
     def publish_model(self) -> None:
         self.metrics.model_info.clear()

@@ -130,6 +130,68 @@ shadow = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
 )
 
+canary = sa.Table(
+    "canary",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("canary_id", sa.String(64), nullable=False, index=True),
+    sa.Column("plan_id", sa.String(64), nullable=False, index=True),
+    sa.Column("workflow", sa.String(256), nullable=False),
+    sa.Column("arm", sa.String(16), nullable=False),
+    sa.Column("fraction", sa.Float, nullable=False),
+    sa.Column("live_scheduler", sa.String(64), nullable=False),
+    sa.Column("live_makespan", sa.Float, nullable=False),
+    sa.Column("other_scheduler", sa.String(200), nullable=False),
+    sa.Column("other_makespan", sa.Float),
+    sa.Column("fallback", sa.Boolean, nullable=False),
+    sa.Column("environment", sa.String(64), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+"""One row per first plan made while a canary ran: its arm, its makespan, and the other arm's plan of the same
+problem (None when that one could not plan it)."""
+
+canary_steps = sa.Table(
+    "canary_steps",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("canary_id", sa.String(64), nullable=False),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("action", sa.String(16), nullable=False),  # start, set (by hand), promote, complete, rollback
+    sa.Column("candidate", sa.String(200), nullable=False),
+    sa.Column("from_fraction", sa.Float, nullable=False),
+    sa.Column("to_fraction", sa.Float, nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("figures", sa.JSON, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("canary_id", "seq", name="uq_canary_step"),
+)
+"""Every step of every canary, numbered: a step is taken by the replica whose insert of the next number wins."""
+
+finetune_runs = sa.Table(
+    "finetune_runs",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("trigger", sa.String(32), nullable=False),  # interval, skew, command
+    sa.Column("environment", sa.String(64), nullable=False),
+    sa.Column("verdict", sa.String(32), nullable=False),  # shipped, kept, refused, too_few, failed
+    sa.Column("mean_ratio", sa.Float),
+    sa.Column("version", sa.String(128)),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("report", sa.JSON, nullable=False),
+    sa.Column("started_at", sa.Float, nullable=False),
+    sa.Column("finished_at", sa.Float, nullable=False),
+)
+"""Every online fine-tune, with its verdict."""
+
+leases = sa.Table(
+    "leases",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("holder", sa.String(64), nullable=False),
+    sa.Column("until", sa.Float, nullable=False),
+)
+"""Short leases replicas take so that one of them does a shared job (an online fine-tune) at a time."""
+
 
 # Statements of the hot paths, built once (building one per call cost more than running it).
 _INSERT_PLAN = plans.insert()
@@ -373,6 +435,65 @@ class Store:
                 )
             )
 
+    def executed_roots(self, since: float, environment: str | None, limit: int) -> list[dict[str, Any]]:
+        """The newest `limit` first plans created at or after `since` (of `environment`, or any) that have events:
+        id, workflow, scheduler, environment, created_at, makespan, request, response."""
+        has_events = sa.exists().where(events.c.root_id == plans.c.id)
+        q = sa.select(
+            plans.c.id, plans.c.workflow, plans.c.scheduler, plans.c.environment, plans.c.created_at,
+            plans.c.makespan, plans.c.request, plans.c.response,
+        ).where(plans.c.id == plans.c.root_id, plans.c.created_at >= since, has_events)  # fmt: skip
+        if environment is not None:
+            q = q.where(plans.c.environment == environment)
+        q = q.order_by(plans.c.created_at.desc(), plans.c.id).limit(limit)
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(q).mappings()]
+
+    def executed_per_environment(self, since: float) -> dict[str, int]:
+        """First plans with events, created at or after `since`, by environment label."""
+        has_events = sa.exists().where(events.c.root_id == plans.c.id)
+        q = (
+            sa.select(plans.c.environment, sa.func.count())
+            .where(plans.c.id == plans.c.root_id, plans.c.created_at >= since, has_events)
+            .group_by(plans.c.environment)
+        )
+        with self.engine.connect() as conn:
+            return {str(label): int(n) for label, n in conn.execute(q)}
+
+    def foreign_replans(self, root_ids: list[str], environment: str) -> list[tuple[str, str, str]]:
+        """(root id, plan id, label) of the re-plans of those chains stored with another environment label."""
+        out: list[tuple[str, str, str]] = []
+        with self.engine.connect() as conn:
+            for i in range(0, len(root_ids), 500):
+                q = sa.select(plans.c.root_id, plans.c.id, plans.c.environment).where(
+                    plans.c.root_id.in_(root_ids[i : i + 500]),
+                    plans.c.id != plans.c.root_id,
+                    plans.c.environment != environment,
+                )
+                out += [(str(r), str(p), str(e)) for r, p, e in conn.execute(q)]
+        return out
+
+    def events_after(self, after_id: int, created_since: float) -> list[tuple[int, str]]:
+        """(id, root_id) of the events stored after event `after_id` and at or after `created_since`, in order."""
+        q = (
+            sa.select(events.c.id, events.c.root_id)
+            .where(events.c.id > after_id, events.c.created_at >= created_since)
+            .order_by(events.c.id)
+        )
+        with self.engine.connect() as conn:
+            return [(int(i), str(r)) for i, r in conn.execute(q)]
+
+    def events_of(self, root_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+        """The events of each chain, in the order they were stored (not sorted by time: an audit checks that)."""
+        out: dict[str, list[dict[str, Any]]] = {r: [] for r in root_ids}
+        with self.engine.connect() as conn:
+            for i in range(0, len(root_ids), 500):
+                chunk = root_ids[i : i + 500]
+                q = sa.select(events).where(events.c.root_id.in_(chunk)).order_by(events.c.id)
+                for row in conn.execute(q).mappings():
+                    out[row["root_id"]].append(dict(row))
+        return out
+
     def events(self, root_id: str) -> list[dict[str, Any]]:
         q = sa.select(events).where(events.c.root_id == root_id).order_by(events.c.at, events.c.id)
         with self.engine.connect() as conn:
@@ -442,6 +563,93 @@ class Store:
                 if attempt == 19:
                     raise
         raise AssertionError("unreachable")
+
+    def plans_by_ids(self, ids: list[str]) -> list[dict[str, Any]]:
+        """Whole plan rows by id (those that exist)."""
+        out: list[dict[str, Any]] = []
+        with self.engine.connect() as conn:
+            for i in range(0, len(ids), 500):
+                q = sa.select(plans).where(plans.c.id.in_(ids[i : i + 500]))
+                out += [dict(r) for r in conn.execute(q).mappings()]
+        return out
+
+    def model_blob_by_version(self, version: str) -> tuple[str, bytes, dict] | None:
+        """The newest kept policy with this version: (sha256, weights, metadata)."""
+        q = (
+            sa.select(model_blobs.c.sha256, model_blobs.c.weights, model_blobs.c.meta)
+            .where(model_blobs.c.version == version)
+            .order_by(model_blobs.c.created_at.desc())
+            .limit(1)
+        )
+        with self.engine.connect() as conn:
+            row = conn.execute(q).first()
+        return (str(row[0]), bytes(row[1]), dict(row[2])) if row else None
+
+    # ---- canary ------------------------------------------------------------------------------
+
+    def add_canary(self, row: Mapping[str, Any]) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(canary.insert().values(created_at=time.time(), **row))
+
+    def canary_rows(self, canary_id: str, fraction: float | None = None) -> list[dict[str, Any]]:
+        q = sa.select(canary).where(canary.c.canary_id == canary_id)
+        if fraction is not None:
+            q = q.where(canary.c.fraction == fraction)
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(q.order_by(canary.c.id)).mappings()]
+
+    def canary_steps(self, canary_id: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
+        """The steps of one canary in order, or (None) the newest steps of every canary, newest first."""
+        q = sa.select(canary_steps)
+        if canary_id is not None:
+            q = q.where(canary_steps.c.canary_id == canary_id).order_by(canary_steps.c.seq)
+        else:
+            q = q.order_by(canary_steps.c.id.desc())
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(q.limit(limit)).mappings()]
+
+    def add_canary_step(self, row: Mapping[str, Any]) -> bool:
+        """Record a step; False when another replica took that step number first (nothing is written)."""
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(canary_steps.insert().values(created_at=time.time(), **row))
+        except sa.exc.IntegrityError:
+            return False
+        return True
+
+    # ---- online fine-tuning ------------------------------------------------------------------
+
+    def add_finetune_run(self, row: Mapping[str, Any]) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(finetune_runs.insert().values(**row))
+
+    def finetune_runs(self, limit: int = 50) -> list[dict[str, Any]]:
+        q = sa.select(finetune_runs).order_by(finetune_runs.c.id.desc()).limit(limit)
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(q).mappings()]
+
+    def take_lease(self, name: str, holder: str, seconds: float) -> bool:
+        """Hold `name` for `seconds` unless another holder's lease is still running; True when held."""
+        now = time.time()
+        try:
+            with self.engine.begin() as conn:
+                done = conn.execute(
+                    leases.update()
+                    .where(leases.c.name == name, sa.or_(leases.c.until < now, leases.c.holder == holder))
+                    .values(holder=holder, until=now + seconds)
+                )
+                if done.rowcount:
+                    return True
+                if conn.execute(sa.select(leases.c.name).where(leases.c.name == name)).first() is None:
+                    conn.execute(leases.insert().values(name=name, holder=holder, until=now + seconds))
+                    return True
+        except sa.exc.IntegrityError:
+            return False
+        return False
+
+    def release_lease(self, name: str, holder: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(leases.update().where(leases.c.name == name, leases.c.holder == holder).values(until=0.0))
 
     def add_shadow(self, row: Mapping[str, Any]) -> None:
         with self.engine.begin() as conn:

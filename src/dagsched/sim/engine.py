@@ -1,34 +1,42 @@
-"""The one discrete-event simulator of a cloud cluster.
+"""The one discrete-event simulator of a cloud cluster: the event heap and the handlers that change the state.
 
 A flat, deterministic event loop (one heap ordered by time, named priority and a
 sequence number, as in SimPy). The simulator owns the loop around each decision:
 `next_decision` advances time to the next decision point and returns a read-only
 `DecisionPoint` (`dagsched.sim.decision`); `apply` carries out the scheduler's answer,
 refusing anything illegal; `run` is that loop. The simulator never decides anything
-itself. Hidden truth (the noise of each attempt, future failures) stays in attributes
-no decision point exposes; `fork()` gives planners a copy of the mutable state that
-rolls forward on predicted runtimes only.
+itself. Its state, and the queries a decision point forwards, are `dagsched.sim.state`;
+the hidden randomness (noise, failures, stragglers) is `dagsched.sim.disruptions`, which
+no decision point exposes; `fork()` gives planners a copy of the state that rolls forward
+on predicted runtimes only.
 """
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import math
 import time as wallclock
-import weakref
 from dataclasses import dataclass
-from typing import Any, NoReturn, Protocol
+from typing import NoReturn, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from dagsched.model.compiled import EPS, CompiledProblem
-from dagsched.sim import kernels
+from dagsched.model.compiled import CompiledProblem
 from dagsched.sim.config import SimConfig
-from dagsched.sim.decision import DONE, READY, RUNNING, WAITING, Decision, DecisionPoint, Scheduler
-from dagsched.sim.network import Flow, Network
-from dagsched.sim.slots import NodeTimeline, Timelines
+from dagsched.sim.decision import Decision, DecisionPoint, Scheduler, run_class
+from dagsched.sim.network import Flow
+from dagsched.sim.state import (
+    CLASSIC_REQUEST,
+    DONE,
+    INF,
+    READY,
+    RUNNING,
+    WAITING,
+    Running,
+    SimState,
+    fresh,
+)
 from dagsched.sim.trace import Outage, Slowdown, Trace, Transfer, new_attempt
 
 __all__ = ["DONE", "READY", "RUNNING", "WAITING", "Decision", "DecisionPoint", "SchedulingError", "Simulator"]
@@ -37,41 +45,6 @@ __all__ = ["DONE", "READY", "RUNNING", "WAITING", "Decision", "DecisionPoint", "
 FINISH, FAIL, REPAIR, BOOTED, SLOW_END, SLOW_START, ARRIVAL, OVERRUN, WAKE, NET = range(10)
 _PROGRESS = (FINISH, REPAIR, BOOTED, ARRIVAL, WAKE, NET)
 _IS_PROGRESS = tuple(kind in _PROGRESS for kind in range(10))  # indexed by kind: cheaper than `in` per event
-_CLASSIC_REQUEST = (1.0, 0.0, 0.0)
-
-_VIEWED = (
-    "status",
-    "node_of",
-    "start_s",
-    "finish_s",
-    "free",
-    "cap",
-    "node_up",
-    "node_available_s",
-    "slow_factor",
-    "avoid_node",
-    "submitted",
-)
-"""The state arrays a decision point shows (read-only)."""
-_FORWARDED = (
-    "request",
-    "requests",
-    "data_ready_all_s",
-    "data_ready_s",
-    "predicted_end_s",
-    "room_times",
-    "fits_now",
-    "can_start",
-    "ever_fits",
-    "fitting",
-    "startable",
-    "node_timelines",
-)
-"""The simulator's read calls a decision point hands on as they are (`DecisionPoint` documents each)."""
-
-# How far past a finite horizon failures and stragglers are pre-drawn: they are drawn
-# lazily, one at a time per node, so any horizon works.
-_INF = float("inf")
 
 
 class SchedulingError(RuntimeError):
@@ -86,178 +59,40 @@ class StepObserver(Protocol):
     def after_step(self, sim: Simulator) -> None: ...
 
 
-@dataclass(slots=True)
-class _Running:
-    node: int
-    start: float
-    work_left: float  # seconds of work at factor 1 still to do
-    last_update: float
-    version: int
-    nominal_s: float
-
-
-@dataclass(frozen=True, slots=True)
-class _Static:
-    """Python-list views of the compiled problem for scalar-heavy loops (numpy scalars are slow)."""
-
-    preds: list[list[int]]
-    pred_data: list[list[float]]
-    succs: list[list[int]]
-    task_wf: list[int]
-    req: list[tuple[float, float, float]]
-    arrivals: list[tuple[float, int]]  # (submission instant, workflow), in the order they happen
-
-
-_STATIC: weakref.WeakKeyDictionary[CompiledProblem, _Static] = weakref.WeakKeyDictionary()
-
-
-def _static(cp: CompiledProblem) -> _Static:
-    cached = _STATIC.get(cp)
-    if cached is None:
-        ptr, sptr = cp.pred_ptr.tolist(), cp.succ_ptr.tolist()
-        idx, data, sidx = cp.pred_idx.tolist(), cp.pred_data.tolist(), cp.succ_idx.tolist()
-        n = cp.n_tasks
-        cached = _Static(
-            preds=[idx[ptr[t] : ptr[t + 1]] for t in range(n)],
-            pred_data=[data[ptr[t] : ptr[t + 1]] for t in range(n)],
-            succs=[sidx[sptr[t] : sptr[t + 1]] for t in range(n)],
-            task_wf=cp.task_wf.tolist(),
-            req=[(r[0], r[1], r[2]) for r in cp.req.tolist()],
-            arrivals=sorted(zip(cp.wf_submit_s.tolist(), range(cp.n_workflows), strict=True)),
-        )
-        _STATIC[cp] = cached
-    return cached
-
-
-class Simulator:
+@dataclass(slots=True, eq=False, repr=False, init=False)
+class Simulator(SimState):
     """State and event loop of one run. Build it, then `run(scheduler)`."""
 
+    _heap: list[tuple[float, int, int, int, int]] = fresh(list)
+    _seq: int = fresh(int)
+    _version: int = fresh(int)
+    _changed: bool = fresh(lambda: True)  # something changed since the last decision point
+    _asked: bool = fresh(bool)  # a decision point was handed out and the stall check after it is still due
+    _wake_pending: float | None = fresh(lambda: None)
+    _net_version: int = fresh(int)
+    _next_arrival: int = fresh(int)  # the next workflow arrival to push, in `_st.arrivals` order
+    _open_outage: dict[int, float] = fresh(dict)
+    _open_slowdown: dict[int, tuple[float, float]] = fresh(dict)
+    n_decisions: int = fresh(int)
+
     def __init__(self, cp: CompiledProblem, config: SimConfig | None = None, seed: int = 0) -> None:
-        self.cp = cp
-        self.config = config or SimConfig()
-        self.seed = seed
-        self.classic = self.config.classic
-        n, m = cp.n_tasks, cp.n_nodes
-        self._n_tasks, self._n_nodes = n, m  # properties of cp, read per event
-        self.now = 0.0
-        self.status = np.zeros(n, dtype=np.int8)
-        self._st = _static(cp)
-        self._arrival: dict[int, npt.NDArray[np.float64]] = {}
-        self._preds_left = [len(p) for p in self._st.preds]
-        self.node_of = np.full(n, -1, dtype=np.int64)
-        self.start_s = np.full(n, np.nan)
-        self.finish_s = np.full(n, np.nan)
-        self.attempts = np.zeros(n, dtype=np.int64)
-        self.migrations = np.zeros(n, dtype=np.int64)
-        self.avoid_node = np.full(n, -1, dtype=np.int64)  # node a task overran on
-        self.cap = np.ones((m, 3)) if self.classic else cp.cap.copy()
-        if self.classic:
-            self.cap[:, 1:] = np.inf
-        self.free = self.cap.copy()
-        self._free_rows: list[list[float]] = self.free.tolist()  # `free` as Python floats, written alongside it
-        self.node_up = np.ones(m, dtype=bool)
-        boot = cp.boot_delay_s if self.config.effective_boot_delay else np.zeros(m)
-        self.node_available_s = boot.astype(np.float64).copy()
-        self._node_open_s: list[float] = self.node_available_s.tolist()  # when a node takes tasks (inf: down)
-        self.slow_factor = np.ones(m)
-        self.running: dict[int, _Running] = {}
-        self.running_on: list[set[int]] = [set() for _ in range(m)]
-        self.ready: set[int] = set()
-        # `ready`, sorted, as of the last `ready_array`: a list (for bisect), the same in a numpy buffer (shifted in
-        # place as tasks come and go) and the read-only copy handed out; then what changed since
-        self._ready_list: list[int] | None = None
-        self._ready_buf: npt.NDArray[np.int64] = np.empty(0, dtype=np.int64)
-        self._ready_view: npt.NDArray[np.int64] | None = None
-        self._ready_in: set[int] = set()  # ready since then
-        self._ready_out: set[int] = set()  # no longer ready since then
-        self.deferred: set[int] = set()  # ready tasks a wait put aside until time moves (`defer`)
-        self.submitted = np.zeros(cp.n_workflows, dtype=bool)
-        self.n_done = 0
-        self.n_decisions = 0
-        self.epoch = 0  # counts the instants stepped and the starts: a decision point is of one epoch
-        self.predicted = False  # True in forks: runtimes are the predictions
-        # the contended network (`SimConfig.network_contention`): transfers in flight, and the placed tasks
-        # still waiting for inputs (task -> transfers left); None and empty on the free network
-        self.contention = self.config.network_contention and not self.classic
-        self._net: Network | None = Network(cp) if self.contention else None
-        self._inputs_left: dict[int, int] = {}
-        self._net_version = 0
-        self.trace = Trace(
-            scheduler="",
-            seed=seed,
-            classic=self.classic,
-            noise_cv=self.config.noise_cv,
-            boot_delay=self.config.effective_boot_delay,
-            contention=self.contention,
-        )
-        self._heap: list[tuple[float, int, int, int, int]] = []
-        self._seq = 0
-        self._version = 0
-        self._progress_pending = 0  # events that can unblock a waiting scheduler
-        self._changed = True
-        self._asked = False  # a decision point was handed out and the stall check after it is still due
-        self._wake_pending: float | None = None
-        self._open_outage: dict[int, float] = {}
-        self._open_slowdown: dict[int, tuple[float, float]] = {}
-        self._views: dict[str, Any] | None = None
-        self._dp_class: type[DecisionPoint] | None = None
-        self._ever_fits: npt.NDArray[np.bool_] | None = None
-        self._init_randomness()
-        self._next_arrival = 0
+        SimState.__init__(self, cp, config, seed)
         self._push_next_arrival()
-        for nd in range(m):
+        for nd in range(cp.n_nodes):
             if self.node_available_s[nd] > 0:
                 self._push(float(self.node_available_s[nd]), BOOTED, nd)
             self._schedule_failure(nd)
             self._schedule_straggler(nd)
 
-    # ---- hidden randomness -------------------------------------------------------
-
-    def _init_randomness(self) -> None:
-        """Seeded streams that do not depend on the scheduler's choices (common random numbers)."""
-        seq = np.random.SeedSequence(self.seed)
-        noise_seq, retry_seq, fail_seq, slow_seq = seq.spawn(4)
-        cv = self.config.noise_cv
-        if cv > 0 and not self.classic:
-            sigma2 = np.log1p(cv * cv)
-            rng = np.random.default_rng(noise_seq)
-            self._noise = rng.lognormal(-sigma2 / 2, np.sqrt(sigma2), size=self.cp.n_tasks)
-        else:
-            self._noise = np.ones(self.cp.n_tasks)
-        self._noise_list: list[float] = self._noise.tolist()
-        self._sigma2 = float(np.log1p(cv * cv))
-        self._retry_rng = np.random.default_rng(retry_seq) if self._sigma2 > 0 else None
-        # per-node failure and straggler streams, made on first use (2 x m generators cost more than a whole
-        # small noise-free run); a SeedSequence spawns the same children whenever it first does, and forks
-        # share these lists and sequences, so the streams are the same as if made here
-        self._node_seqs = (fail_seq, slow_seq)
-        self._node_rngs: list[list[np.random.Generator] | None] = [None, None]
-
-    def _node_rng(self, which: int, nd: int) -> np.random.Generator:
-        """Node nd's failure (which=0) or straggler (which=1) stream."""
-        streams = self._node_rngs[which]
-        if streams is None:
-            streams = [np.random.default_rng(s) for s in self._node_seqs[which].spawn(self.cp.n_nodes)]
-            self._node_rngs[which] = streams
-        return streams[nd]
-
-    def _attempt_noise(self, t: int) -> float:
-        if self.predicted or self._sigma2 == 0.0:
-            return 1.0
-        if self.attempts[t] == 0:
-            return self._noise_list[t]  # the first attempt's draw, as a Python float (`_init_randomness`)
-        s2 = self._sigma2
-        return float(self._retry_rng.lognormal(-s2 / 2, np.sqrt(s2)))  # type: ignore[union-attr]
-
     def _schedule_failure(self, nd: int) -> None:
-        mtbf = self.config.mtbf_s
-        if mtbf and not self.classic and not self.predicted:
-            self._push(self.now + float(self._node_rng(0, nd).exponential(mtbf)), FAIL, nd)
+        at = self.disruptions.next_failure_s(nd, self.now)
+        if at is not None:
+            self._push(at, FAIL, nd)
 
     def _schedule_straggler(self, nd: int) -> None:
-        rate = self.config.straggler_rate_per_h
-        if rate > 0 and not self.classic and not self.predicted:
-            self._push(self.now + float(self._node_rng(1, nd).exponential(3600.0 / rate)), SLOW_START, nd)
+        at = self.disruptions.next_straggler_s(nd, self.now)
+        if at is not None:
+            self._push(at, SLOW_START, nd)
 
     # ---- the event heap ----------------------------------------------------------
 
@@ -278,195 +113,6 @@ class Simulator:
             self._next_arrival = i + 1
             self._push(at, ARRIVAL, w)
 
-    # ---- what a scheduler may look at ----------------------------------------------
-
-    @property
-    def done(self) -> bool:
-        return self.n_done == self._n_tasks
-
-    @property
-    def can_advance(self) -> bool:
-        """Whether time can move on by itself: something runs, or an event that may unblock is pending."""
-        return bool(self.running) or self._progress_pending > 0
-
-    def ready_tasks(self) -> list[int]:
-        """Ready tasks (all parents done, workflow submitted), in index order."""
-        return sorted(self.ready)
-
-    def data_ready_s(self, t: int, nd: int) -> float:
-        """When all inputs of ready task t are on node nd."""
-        return float(self.data_ready_all_s(t)[nd])
-
-    def data_ready_all_s(self, t: int) -> npt.NDArray[np.float64]:
-        """When all inputs of ready task t are on each node (read-only; cached while t is ready).
-
-        Once a task is ready its parents' places and finish times no longer change,
-        so the vector is computed once, vectorised over parents and nodes.
-
-        Under network contention a task's transfers start when it is placed, so a ready task may be placed on
-        any node now: this is `now` everywhere (what legality reads); `contended_arrival_s` estimates when its
-        inputs would then be there (the decision point's `arrival_s`).
-        """
-        if self._net is not None:
-            at_now = np.full(self.cp.n_nodes, self.now)
-            at_now.flags.writeable = False
-            return at_now
-        cached = self._arrival.get(t)
-        if cached is not None:
-            return cached
-        cp = self.cp
-        at = cp.input_arrival_s(t, self.node_of, self.finish_s, float(cp.wf_submit_s[cp.task_wf[t]]))
-        at.flags.writeable = False
-        if self.status[t] == READY:
-            self._arrival[t] = at
-        return at
-
-    def contended_arrival_s(self, t: int) -> npt.NDArray[np.float64]:
-        """Under network contention, when ready task t's inputs would be on each node were it placed there now:
-        each transfer on an equal share of every link it crosses with the transfers on it now
-        (`Network.estimate_s`: an estimate, as they may end sooner or others join), never below the free
-        network's time."""
-        net, st = self._net, self._st
-        assert net is not None
-        at = np.full(self.cp.n_nodes, float(self.cp.wf_submit_s[st.task_wf[t]]))
-        for p, d in zip(st.preds[t], st.pred_data[t], strict=True):
-            src = int(self.node_of[p])
-            if src < 0:  # a parent not done yet: unknown
-                at[:] = _INF
-                break
-            one = np.array(net.estimate_all_s(src, d, self.now))
-            one[src] = self.finish_s[p]
-            np.maximum(at, one, out=at)
-        at.flags.writeable = False
-        return at
-
-    def request(self, t: int) -> tuple[float, float, float]:
-        """What task t takes of a node (1 slot in classic mode)."""
-        if self.classic:
-            return _CLASSIC_REQUEST
-        return self._st.req[t]  # made once per problem: numpy scalars cost more than this whole call
-
-    def requests(self, tasks: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
-        """`request` of several tasks at once, shape (k, 3)."""
-        if self.classic:
-            out = np.zeros((len(tasks), 3))
-            out[:, 0] = 1.0
-            return out
-        return np.asarray(self.cp.req[tasks], dtype=np.float64)
-
-    def room_times(self, req: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        """When each node first has each request (k, 3) free, shape (k, m), as running tasks end when predicted.
-
-        Running tasks only release room as time goes on, so the first instant with room
-        lasts: this equals `node_timelines()[n].earliest_start` before anything new is
-        planned, vectorised over requests and nodes (`kernels.room_times`).
-        """
-        run = np.fromiter(self.running.keys(), dtype=np.int64, count=len(self.running))
-        run_node = self.node_of[run]
-        run_end = np.maximum(self.start_s[run] + self.cp.exec_s[run, run_node] * self.slow_factor[run_node], self.now)
-        return kernels.room_times(self.now, req, self.free, run_node, run_end, self.requests(run))
-
-    def ever_fits(self, tasks: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
-        """(k, m): each node's capacity could ever hold the task's request and a placement rule allows the pair."""
-        if self._ever_fits is None:
-            req = self.requests(np.arange(self.cp.n_tasks))
-            fits = np.all(self.cap[None, :, :] + EPS >= req[:, None, :], axis=2)
-            if self.cp.allowed is not None:
-                fits &= self.cp.allowed
-            self._ever_fits = fits
-        return self._ever_fits[tasks]
-
-    def earliest_starts(self, tasks: list[int]) -> npt.NDArray[np.float64]:
-        """Earliest start of each ready task on each node from now, shape (k, m); inf where it cannot run.
-
-        Inputs arrived, node up and booted, and its request free as running tasks end
-        when predicted: what a planner sees before it plans anything new.
-        """
-        idx = np.asarray(tasks, dtype=np.int64)
-        req = self.requests(idx)
-        avail = np.where(self.node_up, np.maximum(self.node_available_s, self.now), np.inf)
-        arrival = np.stack([self.data_ready_all_s(t) for t in tasks]) if tasks else np.zeros((0, self.cp.n_nodes))
-        start = np.maximum(np.maximum(arrival, avail[None, :]), self.room_times(req))
-        return np.where(self.ever_fits(idx), np.maximum(start, self.now), np.inf)
-
-    def fits_now(self, t: int, nd: int, free: npt.NDArray[np.float64] | None = None) -> bool:
-        """Node nd is up, booted and has t's request free now (in `free`, default the live room): the scalar
-        form of `kernels.fits_numpy`, for callers placing one task at a time."""
-        if self._node_open_s[nd] > self.now:  # down, or booting (`node_up`, `node_available_s` as one list)
-            return False
-        req = _CLASSIC_REQUEST if self.classic else self._st.req[t]
-        f: list[float] = self._free_rows[nd] if free is None else free[nd].tolist()  # numpy scalars are slow
-        return f[0] + EPS >= req[0] and f[1] + EPS >= req[1] and f[2] + EPS >= req[2]
-
-    def fitting(self, tasks: npt.NDArray[np.int64], free: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
-        """(k, m): the node is up and booted and each task's request fits its `free` room.
-
-        A task migrated off a node it overran on avoids that node, unless no other node can ever host it.
-        """
-        allowed = None if self.cp.allowed is None else self.cp.allowed[tasks]
-        fits = kernels.fits_numpy(self.now, self.requests(tasks), self.node_up, self.node_available_s, free, allowed)
-        for i in np.flatnonzero(self.avoid_node[tasks] >= 0):
-            hosts = self.ever_fits(tasks[i : i + 1])[0] & self.node_up
-            if hosts.sum() > 1:
-                fits[i, self.avoid_node[tasks[i]]] = False
-        return np.asarray(fits, dtype=bool)
-
-    def startable(
-        self, tasks: npt.NDArray[np.int64], free: npt.NDArray[np.float64] | None = None
-    ) -> tuple[npt.NDArray[np.bool_], float]:
-        """(k, m): which ready tasks could start on which nodes now, given `free` room (default the live room).
-
-        A pair is startable when it is `fitting` and the task's inputs are on the node. Also returns the
-        earliest instant at which a pair that fits now gets its inputs (inf if none): when waiting can help.
-        """
-        fits = self.fitting(tasks, self.free if free is None else free)
-        if not len(tasks):
-            return fits, _INF
-        if self._net is not None:  # placing a task starts its transfers: nothing to wait for
-            return fits, _INF
-        arrival = np.stack([self.data_ready_all_s(int(t)) for t in tasks])
-        ok = fits & (arrival <= self.now + 1e-9)
-        later = fits & ~ok
-        return ok, float(arrival[later].min()) if later.any() else _INF
-
-    def allows(self, t: int, nd: int) -> bool:
-        """A placement rule of the problem permits task t on node nd."""
-        allowed = self.cp.allowed
-        return allowed is None or bool(allowed[t, nd])
-
-    def can_start(self, t: int, nd: int, free: npt.NDArray[np.float64] | None = None) -> bool:
-        """t is ready, allowed on nd, nd fits it now (given `free`, default the live room), and its inputs are
-        on nd: one entry of the decision point's `legal` grid."""
-        allowed = self.cp.allowed  # `allows`, inline: this is called per pair by the greedy schedulers
-        if not (self.status.item(t) == READY and (allowed is None or allowed[t, nd]) and self.fits_now(t, nd, free)):
-            return False
-        if self._net is not None:
-            return True
-        arrival = self._arrival.get(t)  # `data_ready_all_s`'s cache, read inline
-        return (self.data_ready_all_s(t) if arrival is None else arrival).item(nd) <= self.now + EPS
-
-    def predicted_end_s(self, t: int) -> float:
-        """When running task t is expected to end, from its prediction (never the hidden truth)."""
-        r = self.running[t]
-        if t in self._inputs_left:  # placed, its inputs on their way
-            assert self._net is not None
-            inputs = max((self._net.eta_s(f, self.now) for f in self._net.flows_to(t)), default=self.now)
-            return inputs + float(self.cp.exec_s[t, r.node]) * float(self.slow_factor[r.node])
-        expected = r.start + float(self.cp.exec_s[t, r.node]) * float(self.slow_factor[r.node])
-        return max(expected, self.now)
-
-    def node_timelines(self) -> Timelines:
-        """Planning timelines holding the running tasks until their predicted ends."""
-        lines = []
-        for nd in range(self.cp.n_nodes):
-            cap = self.cap[nd]
-            avail = float(self.node_available_s[nd]) if self.node_up[nd] else _INF
-            line = NodeTimeline((float(cap[0]), float(cap[1]), float(cap[2])), max(avail, self.now))
-            for t in self.running_on[nd]:
-                line.reserve(self.now, self.predicted_end_s(t), self.request(t))
-            lines.append(line)
-        return Timelines(lines)
-
     # ---- applying decisions ----------------------------------------------------------
 
     def start(self, t: int, nd: int) -> None:
@@ -474,7 +120,7 @@ class Simulator:
         if not (0 <= t < self._n_tasks and 0 <= nd < self._n_nodes and self.can_start(t, nd)):
             self._refuse(t, nd)
         now = self.now
-        req = _CLASSIC_REQUEST if self.classic else self._st.req[t]
+        req = CLASSIC_REQUEST if self.classic else self._st.req[t]
         room, row = self.free[nd], self._free_rows[nd]  # the live room's row (a view) and its Python mirror
         self.epoch += 1
         for k in (0, 1, 2):  # in place, skipping the requests of 0 (x - 0.0 is x): fewer numpy stores
@@ -491,14 +137,13 @@ class Simulator:
         self.node_of[t] = nd
         attempts = self.attempts
         tried = attempts.item(t)
-        if tried and not (self.predicted or self._sigma2 == 0.0):
-            noise = self._attempt_noise(t)  # a retry's fresh draw
-        else:  # `_attempt_noise`, inline: no noise, or the first attempt's draw
-            noise = 1.0 if self.predicted or self._sigma2 == 0.0 else self._noise_list[t]
+        hidden = self.disruptions
+        # no noise (or a fork: predicted runtimes); else a first attempt's draw, or a retry's fresh one
+        noise = 1.0 if hidden.sigma2 == 0.0 else hidden.retry_noise() if tried else hidden.first_noise[t]
         nominal = self.cp.exec_s.item(t, nd) * noise  # not a list of lists: n x m Python floats swamp long streams
         attempts[t] = tried + 1
         self._version += 1
-        run = _Running(nd, now, nominal, now, self._version, nominal)
+        run = Running(nd, now, nominal, now, self._version, nominal)
         self.running[t] = run
         self.running_on[nd].add(t)
         self._changed = True
@@ -594,7 +239,7 @@ class Simulator:
         run = self.running.pop(t)
         nd = run.node
         self.running_on[nd].discard(t)
-        req = _CLASSIC_REQUEST if self.classic else self._st.req[t]
+        req = CLASSIC_REQUEST if self.classic else self._st.req[t]
         room, row = self.free[nd], self._free_rows[nd]
         for k in (0, 1, 2):  # as in `start`
             if req[k]:
@@ -666,11 +311,11 @@ class Simulator:
             for t in sorted(self.running_on[nd]):
                 self._stop(t, "failed")
             self.node_up[nd] = False
-            self._node_open_s[nd] = _INF
+            self._node_open_s[nd] = INF
             self._open_outage[nd] = self.now
-            mttr = self.config.mttr_s
-            if mttr is not None:
-                self._push(self.now + float(self._node_rng(0, nd).exponential(mttr)), REPAIR, nd)
+            repaired = self.disruptions.repair_s(nd, self.now)
+            if repaired is not None:
+                self._push(repaired, REPAIR, nd)
         elif kind == REPAIR:
             nd = payload
             self.node_up[nd] = True
@@ -685,11 +330,10 @@ class Simulator:
             self._changed = True
         elif kind == SLOW_START:
             nd = payload
-            rng = self._node_rng(1, nd)
-            length = float(rng.exponential(self.config.straggler_duration_s))
+            ends = self.disruptions.straggler_end_s(nd, self.now)
             self._open_slowdown[nd] = (self.now, self.config.straggler_factor)
             self._rescale(nd, self.config.straggler_factor)
-            self._push(self.now + length, SLOW_END, nd)
+            self._push(ends, SLOW_END, nd)
         elif kind == SLOW_END:
             nd = payload
             start, factor = self._open_slowdown.pop(nd)
@@ -731,80 +375,11 @@ class Simulator:
         return True
 
     # ---- the decision point ------------------------------------------------------------------
-
-    def read_only_views(self) -> dict[str, Any]:
-        """Views of the state arrays that cannot be written, made once (the arrays change in place)."""
-        if self._views is None:
-            views: dict[str, Any] = {}
-            for name in _VIEWED:
-                v = getattr(self, name).view()
-                v.flags.writeable = False
-                views[name] = v
-            self._views = views
-        return self._views
-
-    def decision_point_class(self) -> type[DecisionPoint]:
-        """The DecisionPoint subclass of this run, made once: what every decision point shares as class attributes,
-        the read-only views and the simulator's read calls that a decision point forwards unchanged (bound here,
-        so a scheduler's call does not pass through a wrapper: these are called thousands of times per decision
-        on large problems)."""
-        if self._dp_class is None:
-            shared = {
-                "cp": self.cp,
-                "config": self.config,
-                "classic": self.classic,
-                **self.read_only_views(),
-                **{name: getattr(self, name) for name in _FORWARDED},
-            }
-            shared["__module__"] = DecisionPoint.__module__
-            shared["__doc__"] = DecisionPoint.__doc__
-            self._dp_class = type("DecisionPoint", (DecisionPoint,), shared)
-        return self._dp_class
-
-    def ready_array(self) -> npt.NDArray[np.int64]:
-        """Ready tasks, ascending, read-only (the same array until the ready set changes).
-
-        Kept up to date from the tasks that became ready or stopped being ready since the last call: each is
-        found by bisection in a sorted list and shifted in or out of a numpy buffer in place (a memmove), so a
-        decision costs about a microsecond per change, not a sort of the whole set: long streams keep thousands
-        of tasks ready, and re-sorting them at every decision was most of the engine's time there.
-        """
-        ins, outs, lst = self._ready_in, self._ready_out, self._ready_list
-        if self._ready_view is not None and not ins and not outs:
-            return self._ready_view
-        n = len(self.ready)
-        buf = self._ready_buf
-        if len(buf) < n:
-            buf = self._ready_buf = np.empty(max(2 * n, 64), dtype=np.int64)
-            lst = None  # a new buffer is filled whole
-        if lst is None or 32 * (len(ins) + len(outs)) > n + 64:  # many changes: one sort beats many shifts
-            lst = self._ready_list = sorted(self.ready)
-            buf[:n] = lst
-        else:
-            size = len(lst)
-            for t in outs:
-                i = bisect.bisect_left(lst, t)
-                del lst[i]
-                buf[i : size - 1] = buf[i + 1 : size]
-                size -= 1
-            for t in ins:
-                i = bisect.bisect_left(lst, t)
-                lst.insert(i, t)
-                buf[i + 1 : size + 1] = buf[i:size]
-                buf[i] = t
-                size += 1
-        ins.clear()
-        outs.clear()
-        view = buf[:n].copy()
-        view.flags.writeable = False
-        self._ready_view = view
-        return view
-
     def decision_point(self) -> DecisionPoint:
         """The read-only view of now, with the shared decision rules (nothing advances); tasks deferred at this
         instant are left out of its ready set (its wake instant still counts them)."""
         # made as `DecisionPoint(self)` makes one, less the Python-level `__new__` call (its class pick is done)
-        dp: DecisionPoint = object.__new__(self._dp_class or self.decision_point_class())
+        dp: DecisionPoint = object.__new__(self._dp_class or run_class(self))
         DecisionPoint.__init__(dp, self)
         if self.deferred:
             dp = dp.without(np.array(sorted(self.deferred), dtype=np.int64))
@@ -816,7 +391,7 @@ class Simulator:
 
     def next_decision(
         self,
-        max_time_s: float = _INF,
+        max_time_s: float = INF,
         *,
         legal_only: bool = False,
         must_step: bool = False,
@@ -912,7 +487,7 @@ class Simulator:
         if decision.wake_at is not None:
             self.schedule_wake(decision.wake_at)
 
-    def run(self, scheduler: Scheduler, max_time_s: float = _INF) -> Trace:
+    def run(self, scheduler: Scheduler, max_time_s: float = INF) -> Trace:
         """Run to completion (or `max_time_s`): ask the scheduler at every decision point; return the trace."""
         self.trace.scheduler = scheduler.name
         next_decision, decide, start, wake = self.next_decision, scheduler.decide, self.start, self.schedule_wake
@@ -936,112 +511,40 @@ class Simulator:
 
     def _close_open_records(self) -> None:
         for nd, start in sorted(self._open_outage.items()):
-            self.trace.outages.append(Outage(nd, start, _INF))
+            self.trace.outages.append(Outage(nd, start, INF))
         for nd, (start, factor) in sorted(self._open_slowdown.items()):
             self.trace.slowdowns.append(Slowdown(nd, start, self.now, factor))
         self._open_outage.clear()
         self._open_slowdown.clear()
 
     # ---- snapshots -----------------------------------------------------------------------
-
     def fork(self) -> Simulator:
         """A copy of the mutable state that rolls forward on predicted runtimes.
 
-        Shares the compiled problem (never copied). Running tasks end at their
-        predicted times; no noise, failures or stragglers happen in the fork.
+        Shares the compiled problem (never copied); every field is copied by the rule it is declared with
+        (`SimState.fork`). Running tasks end at their predicted times; no noise, failures or stragglers happen
+        in the fork, and a down node stays down (its repair time is hidden truth).
         A fork starts at its parent's instant, which plain `next_decision()` never offers (it steps first; the
         `legal_only` loop does offer it): decide at `fork.decision_point()`, apply, then loop on
         `next_decision` (as `rollout.complete_from_here` does).
         """
-        f = Simulator.__new__(Simulator)
-        f.cp = self.cp
-        f.config = self.config
-        f.seed = self.seed
-        f.classic = self.classic
-        f._n_tasks, f._n_nodes = self._n_tasks, self._n_nodes
-        f.now = self.now
-        for name in (
-            "status",
-            "node_of",
-            "start_s",
-            "finish_s",
-            "attempts",
-            "migrations",
-            "avoid_node",
-            "free",
-            "node_up",
-            "node_available_s",
-            "submitted",
-        ):
-            setattr(f, name, getattr(self, name).copy())
-        f._free_rows = [row[:] for row in self._free_rows]
-        f._node_open_s = list(self._node_open_s)
-        f._st = self._st
-        f._arrival = dict(self._arrival)
-        f._preds_left = list(self._preds_left)
-        f.cap = self.cap
-        f.slow_factor = np.ones(self.cp.n_nodes)
-        f.ready = set(self.ready)
-        f._ready_list = None
-        f._ready_buf = np.empty(0, dtype=np.int64)
-        f._ready_view = None
-        f._ready_in = set()
-        f._ready_out = set()
-        f.running_on = [set(s) for s in self.running_on]
-        f.n_done = self.n_done
-        f.n_decisions = 0
-        f.epoch = 0
-        f.predicted = True
-        f.trace = Trace(
-            scheduler="",
-            seed=self.seed,
-            classic=self.classic,
-            noise_cv=0.0,
-            boot_delay=self.trace.boot_delay,
-            contention=self.contention,
-        )
-        f.contention = self.contention
-        f._net = None if self._net is None else self._net.copy()
-        f._inputs_left = dict(self._inputs_left)
-        f._net_version = 0
-        f._noise = self._noise  # never read in predicted mode
-        f._noise_list = self._noise_list
-        f._sigma2 = 0.0
-        f._retry_rng = self._retry_rng
-        f._node_seqs = self._node_seqs
-        f._node_rngs = self._node_rngs
-        f._open_outage = {}
-        f._open_slowdown = {}
-        f._changed = True
-        f._asked = False
-        f._views = None
-        f._dp_class = None
-        f._ever_fits = self._ever_fits
-        f.deferred = set()  # a deferral is the caller's, at the live instant
-        f._wake_pending = None
-        f._heap = []
-        f._seq = 0
-        f._version = 0
-        f._progress_pending = 0
-        f.running = {}
+        f = SimState.fork(self)
+        exec_s, now = self.cp.exec_s, self.now
         for t, run in self.running.items():
             f._version += 1
+            nominal = float(exec_s[t, run.node])
             if t in self._inputs_left:  # placed, waiting for its inputs: begins in the fork when they arrive
-                exec_s = float(self.cp.exec_s[t, run.node])
-                f.running[t] = _Running(run.node, run.start, exec_s, self.now, f._version, exec_s)
+                f.running[t] = Running(run.node, run.start, nominal, now, f._version, nominal)
                 continue
-            predicted_left = max(float(self.cp.exec_s[t, run.node]) - (self.now - run.start), 0.0)
-            f.running[t] = _Running(
-                run.node, run.start, predicted_left, self.now, f._version, float(self.cp.exec_s[t, run.node])
-            )
-            f._push(self.now + predicted_left, FINISH, t, f._version)
+            predicted_left = max(nominal - (now - run.start), 0.0)
+            f.running[t] = Running(run.node, run.start, predicted_left, now, f._version, nominal)
+            f._push(now + predicted_left, FINISH, t, f._version)
         # arrivals happen in `_st.arrivals` order, so the workflows not yet submitted are that list's tail
         f._next_arrival = int(np.count_nonzero(self.submitted))
         f._push_next_arrival()
         for nd in range(self.cp.n_nodes):
-            if self.node_up[nd] and self.node_available_s[nd] > self.now:
+            if self.node_up[nd] and self.node_available_s[nd] > now:
                 f._push(float(self.node_available_s[nd]), BOOTED, nd)
         if f._net is not None and f._net.flows:
             f._net_sync()
-        # a down node stays down in the fork: its repair time is hidden truth
         return f

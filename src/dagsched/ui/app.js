@@ -1,4 +1,4 @@
-// The dashboard's hash router: #/ (overview), #/plans, #/plans/<id>, #/decisions, #/sandbox, #/shadow.
+// The dashboard's hash router: #/ (overview), #/plans, #/plans/<id>, #/decisions, #/sandbox, #/shadow, #/reality.
 // Each page module exports render(root, {id, params}) and may return a cleanup function (timers).
 
 import { errorBox, fill, h, hashParams } from "./dom.js";
@@ -8,6 +8,7 @@ import * as plan from "./pages/plan.js";
 import * as decisions from "./pages/decisions.js";
 import * as sandbox from "./pages/sandbox.js";
 import * as shadow from "./pages/shadow.js";
+import * as reality from "./pages/reality.js";
 
 const routes = [
   { pattern: /^$/, page: overview, nav: "overview", title: "Overview" },
@@ -16,6 +17,7 @@ const routes = [
   { pattern: /^decisions$/, page: decisions, nav: "decisions", title: "Decisions" },
   { pattern: /^sandbox$/, page: sandbox, nav: "sandbox", title: "Sandbox" },
   { pattern: /^shadow$/, page: shadow, nav: "shadow", title: "Shadow & report" },
+  { pattern: /^reality$/, page: reality, nav: "reality", title: "Reality" },
 ];
 
 const view = document.getElementById("view");

@@ -41,4 +41,5 @@ def put_config(state: State, body: dict[str, Any] = Body(...)) -> dict[str, Any]
     with state.changing:
         state.set_config(config)
         state.publish(config=True)  # every replica applies it within its sync interval
-    return config.model_dump()
+    state.canary.note(state.config)  # a canary started or set by hand is a step of it
+    return state.config.model_dump()  # a canary it started has its id now

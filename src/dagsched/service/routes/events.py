@@ -63,10 +63,13 @@ def _chain_state(events: list[dict[str, Any]], planned: dict[str, dict]) -> dict
 
 def _replan(state: ServiceState, root: dict, latest: dict, body: EventRequest) -> dict[str, Any]:
     request = ScheduleRequest.model_validate(root["request"])
-    wf = workflow_from_dict(request.workflow)
+    # calibrated as a new plan would be (the running tasks' remaining time too), then cut to what is left
+    wf, calibrated_nodes, applied = state.planner.calibrate(
+        workflow_from_dict(request.workflow), request.nodes, state.config
+    )
     planned = {a["task"]: a for a in latest["response"]["assignments"]}
     chain = _chain_state(state.store.events(root["id"]), planned)
-    nodes = [n for n in request.nodes if n.id not in chain["down"]]
+    nodes = [n for n in calibrated_nodes if n.id not in chain["down"]]
     if not nodes:
         raise InputError("node", "every node of the plan is down: nothing can be re-planned")
     keep = [t for t in wf.tasks if t.id not in chain["done"]]
@@ -79,7 +82,8 @@ def _replan(state: ServiceState, root: dict, latest: dict, body: EventRequest) -
         if t.id in chain["running"]:
             node, started = chain["running"][t.id]
             speed = next((n.speed for n in nodes if n.id == node), 1.0)
-            left = max(t.runtime / speed - (body.at - started), 0.0)
+            whole = t.costs[node] if t.costs and node in t.costs else t.runtime / speed
+            left = max(whole - (body.at - started), 0.0)
             tasks.append(t.model_copy(update={"costs": {node: left}}))
             pins[t.id] = node
         else:
@@ -101,9 +105,18 @@ def _replan(state: ServiceState, root: dict, latest: dict, body: EventRequest) -
     present = kept | stand_ins
     edges = [Edge(src=e.src, dst=e.dst, data=e.data) for e in wf.edges if e.src in present and e.dst in kept]
     sub = Workflow(name=wf.name, tasks=tasks, edges=edges, deadline=wf.deadline, labels=wf.labels)
-    req = request.model_copy(update={"nodes": nodes})
+    req = request.model_copy(update={"nodes": [n for n in request.nodes if n.id not in chain["down"]]})
     result = state.planner.plan_workflow(
-        sub, req, state.config, root_id=root["id"], pins=pins, avoid=chain["avoid"], offset_s=body.at
+        sub,
+        req,
+        state.config,
+        root_id=root["id"],
+        pins=pins,
+        avoid=chain["avoid"],
+        offset_s=body.at,
+        nodes=nodes,
+        applied=applied,
+        arm=_arm_of(state, root),
     )
     if stand_ins:  # the stand-ins are not part of the plan
         response = result.response
@@ -113,6 +126,15 @@ def _replan(state: ServiceState, root: dict, latest: dict, body: EventRequest) -
     result.plan_row["request"] = {**root["request"], "replan_of": latest["id"], "event": body.model_dump()}
     state.store.save_plan(result.plan_row, result.decision_rows)
     return {**result.response, "stored": True}
+
+
+def _arm_of(state: ServiceState, root: dict) -> str | None:
+    """The canary arm the chain's first plan was in, while that canary still runs (else the routing decides anew)."""
+    canary = state.config.canary
+    if canary is None or root["response"].get("canary") != canary.id:
+        return None
+    arm = root["response"].get("arm")
+    return str(arm) if arm is not None else None
 
 
 def _check_order(history: list[dict[str, Any]], planned: dict[str, Any], body: EventRequest) -> None:
@@ -165,7 +187,8 @@ def post_event(body: EventRequest, state: State) -> dict[str, Any]:
         raise InputError("node", f"required for {body.kind}")
     if body.kind == "task_overran" and body.elapsed_s is None:
         raise InputError("elapsed_s", "required for task_overran: how long the task has run so far")
-    _check_order(state.store.events(root["id"]), planned, body)
+    history = state.store.events(root["id"])
+    _check_order(history, planned, body)
     state.metrics.events.labels(kind=body.kind).inc()
 
     payload: dict[str, Any] = {"elapsed_s": body.elapsed_s}
@@ -210,6 +233,11 @@ def post_event(body: EventRequest, state: State) -> dict[str, Any]:
                         "previous_start": before["start"] if before else None,
                     }
                 )
+    canary = state.config.canary
+    if canary is not None and body.kind == "task_finished" and root["response"].get("canary") == canary.id:
+        now = {"kind": body.kind, "task": body.task, "node": body.node, "at": body.at, "payload": payload}
+        if _chain_state([*history, now], planned)["done"] >= all_tasks:
+            state.canary.evaluate()  # a workflow of the canary finished: judge its stage
     return {
         "plan_id": new_id,
         "root_id": root["id"],

@@ -72,15 +72,6 @@ def parse_multipart(content_type: str, body: bytes) -> dict[str, bytes]:
     return parts
 
 
-def _upload_and_publish(state: ServiceState, weights: bytes, metadata: bytes) -> Any:
-    """Validate and swap in an upload, keep its files in the store and publish it: every replica loads it."""
-    with state.changing:
-        loaded = state.models.upload(weights, metadata)
-        state.store.put_model_blob(loaded.sha256, loaded.version, weights, loaded.meta)
-        state.publish("upload")
-    return loaded
-
-
 @router.put("/v1/model/weights", response_model=ModelInfo, dependencies=[Authorized], openapi_extra=_UPLOAD_SCHEMA)
 async def put_weights(request: Request, state: State) -> dict[str, Any]:
     """Upload a policy (multipart: `weights` = .safetensors, `metadata` = its .json): validated against the
@@ -93,13 +84,10 @@ async def put_weights(request: Request, state: State) -> dict[str, Any]:
         for name in ("weights", "metadata"):
             if name not in parts:
                 raise InputError(name, f"missing: send the policy's {name} as the multipart part `{name}`")
-        loaded = await run_in_threadpool(_upload_and_publish, state, parts["weights"], parts["metadata"])
+        await run_in_threadpool(state.ship_model, parts["weights"], parts["metadata"], "upload")
     except InputError:
         state.metrics.model_swaps.labels(outcome="rejected").inc()
         raise
-    state.store.add_model_version(loaded.version, loaded.sha256, loaded.source, loaded.meta, loaded.loaded_at)
-    state.metrics.model_swaps.labels(outcome="swapped").inc()
-    state.publish_model()
     return _info(state)
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, BackgroundTasks, Response
 from pydantic import TypeAdapter
 from starlette.concurrency import run_in_threadpool
 
+from dagsched.model.errors import InputError
 from dagsched.service.config import RuntimeConfig
 from dagsched.service.planner import Planned
 from dagsched.service.schemas import PlanResponse, ScheduleRequest
@@ -34,8 +37,11 @@ def _shadow(state: ServiceState, planned: object, name: str) -> None:
         m.shadow_cost_ratio.set(row["live_cost"] / row["shadow_cost"])
 
 
-def _plan_and_save(state: ServiceState, body: ScheduleRequest, config: RuntimeConfig) -> tuple[Planned, bytes]:
-    """Plan, encode the response once (as the schema checks it), store the plan with that same text."""
+def plan_and_save(state: ServiceState, body: ScheduleRequest, config: RuntimeConfig) -> tuple[Planned, bytes]:
+    """Plan, encode the response once (as the schema checks it), store the plan with that same text: what every
+    /v1/schedule request does, over HTTP or gRPC."""
+    if len(body.nodes) > state.settings.max_nodes:
+        raise InputError("nodes", f"{len(body.nodes)} nodes is over this service's limit of {state.settings.max_nodes}")
     with state.plan_lock:
         planned = state.planner.plan(body, config)
     content = _PLAN.dump_json(_PLAN.validate_python(planned.response))
@@ -51,15 +57,21 @@ async def schedule(body: ScheduleRequest, state: State, background: BackgroundTa
     The learned policy falls back to HEFT when it is missing, fails, misses its per-decision
     deadline or its breaker is open; the response then says `fallback: true` and why.
     """
-    if len(body.nodes) > state.settings.max_nodes:
-        from dagsched.model.errors import InputError
-
-        raise InputError("nodes", f"{len(body.nodes)} nodes is over this service's limit of {state.settings.max_nodes}")
     config = state.config
     # Planning and the store write are CPU and I/O bound: one trip to the threadpool (the event loop
     # keeps answering health checks and the extender meanwhile), where a sync route with a sync
     # dependency and a checked response made three.
-    planned, content = await run_in_threadpool(_plan_and_save, state, body, config)
-    if config.shadow:
-        background.add_task(_shadow, state, planned, config.shadow)
+    planned, content = await run_in_threadpool(plan_and_save, state, body, config)
+    for task in after_plan(state, planned, config):
+        background.add_task(task)
     return Response(content, media_type="application/json")
+
+
+def after_plan(state: ServiceState, planned: Planned, config: RuntimeConfig) -> list[Callable[[], None]]:
+    """What runs after the answer is sent: the shadow's plan, and the canary's other arm."""
+    tasks: list[Callable[[], None]] = []
+    if config.shadow:
+        tasks.append(partial(_shadow, state, planned, config.shadow))
+    if planned.route is not None:  # a canary runs: the other arm plans the same problem, for the comparison
+        tasks.append(partial(state.canary.record, planned, config))
+    return tasks

@@ -43,6 +43,12 @@ def stats(state: State) -> dict[str, Any]:
         "breaker": {"open": state.planner.breaker.is_open()},
         "model": {"version": current.version if current else None, "error": None if current else state.models.error},
         "store": {"status": store_status, "dialect": state.store.dialect},
+        "grpc": {"port": state.grpc_port},
+        "canary": state.config.canary.model_dump() if state.config.canary is not None else None,
+        "calibration": {
+            "enabled": state.config.calibration.enabled,
+            "active": state.planner.factors(state.config).active,
+        },
     }
 
 

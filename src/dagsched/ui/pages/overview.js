@@ -30,6 +30,18 @@ function cards(stats, ready) {
     stat("Store", "store", storeOk ? state(true, "ok") : state(false, stats.store.status), stats.store.dialect),
     stat("Ready", "ready", ready ? state(ready.status === "ready", ready.status) : state(false, "no answer")),
     stat("Default scheduler", "default-scheduler", stats.default_scheduler),
+    stat(
+      "Canary",
+      "canary",
+      stats.canary ? `${stats.canary.scheduler || stats.canary.model_version} at ${percent(stats.canary.fraction)}` : "none",
+      stats.canary ? h("a", { href: "#/reality" }, "report") : null,
+    ),
+    stat(
+      "Calibration",
+      "calibration",
+      stats.calibration.enabled ? (stats.calibration.active ? state(true, "active") : "waiting for runs") : "off",
+    ),
+    stat("gRPC", "grpc", stats.grpc.port ? `port ${stats.grpc.port}` : "off"),
   );
 }
 

@@ -1,0 +1,261 @@
+"""Fine-tuning a serving model on logged problems, and judging it against the model it started from.
+
+`FinetuneConfig` is the one description of a fine-tune (`dagsched finetune`'s options are generated from it):
+what to read, how to train, when the result is good enough to ship. The training itself is a function of the
+problems and the current model, whatever its kind: `trainer(model)` finds it by the model's class
+(`register_kind`), so each learned scheduler brings its own (the per-decision policy's is DAgger from
+HEFT-from-here, `dagger`); `evaluate` plans every held-out problem greedily with old and new in the one
+simulator; `verdict` says whether new won by the margin. Reading the logs, building the problems and shipping
+are the service's (`dagsched.service.finetune`).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from dagsched.model.compiled import CompiledProblem
+    from dagsched.sim.decision import Scheduler
+
+
+@dataclass(frozen=True)
+class FinetuneConfig:
+    """Fine-tune the serving model on logged plans (requested or executed runtimes); ship it if it wins held out.
+
+    Exit 0 whether or not it ships; 2 on bad input (options, store, plans, a faulty event log); 1 if upload fails.
+    """
+
+    store: str = ""
+    """decision store URL (sqlite:///file.sqlite or postgresql://...); required"""
+    env: str = "prod"
+    """only plans stored with this environment label are read (others never enter)"""
+    since: str = "24h"
+    """window of plans read: 30m, 24h, 7d (units s, m, h, d, w)"""
+    runtimes: Literal["requested", "executed"] = "requested"
+    """train on the runtimes requests declared, or on the executed ones (each problem calibrated by the factors
+    its environment's executed runs give; the event log must pass the audit)"""
+    allow_faults: bool = False
+    """with --runtimes executed: train without the faulty runs instead of refusing the log"""
+    outlier_bound: float = 10.0
+    """an executed task past this many times (or under 1/this) its declared runtime is an outlier"""
+    model: str | None = None
+    """policy stem to start from (default: the shipped model)"""
+    service: str | None = None
+    """service URL to upload a winner to (token: DAGSCHED_API_TOKEN); without it the winner goes to --out"""
+    out: str = "dagsched-finetune"
+    """folder for a winner's files (without --service, or when its upload fails)"""
+    holdout: float = 0.25
+    """share of plans held out to judge on (by hash of the plan id)"""
+    max_problems: int = 200
+    """newest plans read at most (keeps the fine-tune brief)"""
+    rounds: int = 2
+    """DAgger rounds (each plays every training problem once)"""
+    epochs: int = 2
+    """passes over the DAgger buffer per round"""
+    lr: float = 1e-4
+    """Adam learning rate (small: stay near the serving policy)"""
+    beta: float = 0.5
+    """probability the teacher acts in a step (else the policy being tuned)"""
+    batch_size: int = 64
+    """states per minibatch"""
+    margin: float = 0.01
+    """ship only when the mean new/old makespan on the held-out plans is under 1 - margin"""
+    seed: int = 0
+    """seed of the episodes and the minibatch order"""
+
+    @property
+    def since_s(self) -> float:
+        from dagsched.console import parse_duration
+
+        return parse_duration(self.since)
+
+    def check(self) -> None:
+        """InputError naming the option of the first bad value."""
+        from dagsched.model.errors import InputError
+
+        if not self.store.strip():
+            raise InputError(
+                "--store", "required: the decision store's URL (sqlite:///file.sqlite or postgresql://...)"
+            )
+        if self.runtimes not in ("requested", "executed"):
+            raise InputError("--runtimes", f"expected requested or executed, got {self.runtimes!r}")
+        if not self.env.strip():
+            raise InputError("--env", "give an environment label, e.g. prod")
+        self.since_s  # noqa: B018  (parses, or names --since)
+        if not 0.0 < self.holdout < 1.0:
+            raise InputError("--holdout", f"must be between 0 and 1 (exclusive), got {self.holdout:g}")
+        if not -1.0 < self.margin < 1.0:
+            raise InputError("--margin", f"must be between -1 and 1, got {self.margin:g}")
+        for flag, value in (
+            ("--rounds", self.rounds),
+            ("--epochs", self.epochs),
+            ("--max-problems", self.max_problems),
+        ):
+            if value < 1:
+                raise InputError(flag, f"must be at least 1, got {value}")
+        if not self.lr >= 0.0:
+            raise InputError("--lr", f"must be >= 0, got {self.lr:g}")
+        if not 0.0 <= self.beta <= 1.0:
+            raise InputError("--beta", f"must be between 0 and 1, got {self.beta:g}")
+        if self.batch_size < 1:
+            raise InputError("--batch-size", f"must be at least 1, got {self.batch_size}")
+        if not self.outlier_bound > 1.0:
+            raise InputError("--outlier-bound", f"must be over 1, got {self.outlier_bound:g}")
+
+
+@dataclass
+class LoggedProblem:
+    """One logged request, compiled as the planner compiled it (calibrated when trained on executed runtimes)."""
+
+    plan_id: str
+    workflow: str
+    created_at: float
+    cp: CompiledProblem
+
+
+@dataclass
+class HeldOutResult:
+    """Old and new makespans of one held-out problem."""
+
+    plan_id: str
+    workflow: str
+    n_tasks: int
+    n_nodes: int
+    old_makespan: float
+    new_makespan: float
+
+    @property
+    def ratio(self) -> float:
+        return self.new_makespan / max(self.old_makespan, 1e-12)
+
+
+# ---- model kinds: how each learned model is trained, planned with and saved ---------------------------------
+
+Trainer = Callable[[list[LoggedProblem], Any, FinetuneConfig], tuple[Any, dict[str, float]]]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What fine-tuning needs of one kind of model."""
+
+    train: Trainer
+    """(training problems, current model, config) -> (a new model, the last round's mean losses)"""
+    scheduler: Callable[[Any], Scheduler]
+    """a greedy scheduler planning with the model"""
+    save: Callable[[Any, Path], Path]
+    """write the model's files at a stem (safetensors + metadata), return the metadata file"""
+    algorithm: Callable[[FinetuneConfig], str]
+    """what the training did, in words, for the model's lineage"""
+
+
+_KINDS: dict[type, Kind] = {}
+
+
+def register_kind(model_class: type, kind: Kind) -> None:
+    """Make models of `model_class` fine-tunable."""
+    _KINDS[model_class] = kind
+
+
+def kind_of(model: Any) -> Kind:
+    """The Kind of a model (the per-decision policy's is built in)."""
+    if not _KINDS:
+        _register_builtin()
+    for cls in type(model).__mro__:
+        if cls in _KINDS:
+            return _KINDS[cls]
+    raise TypeError(f"no fine-tuning is registered for a {type(model).__name__}")
+
+
+def trainer(model: Any) -> Trainer:
+    return kind_of(model).train
+
+
+def _register_builtin() -> None:
+    from dagsched.policy.files import save_policy
+    from dagsched.policy.gnn import SchedulingPolicy
+    from dagsched.schedulers.drl import DRLScheduler
+
+    register_kind(
+        SchedulingPolicy,
+        Kind(
+            train=dagger,
+            scheduler=lambda policy: DRLScheduler(policy=policy),
+            save=lambda policy, stem: save_policy(policy, stem)[1],
+            algorithm=lambda cfg: (
+                f"DAgger from HEFT-from-here, {cfg.rounds} rounds x {cfg.epochs} epochs, lr {cfg.lr:g}"
+            ),
+        ),
+    )
+
+
+# ---- the per-decision policy's trainer -------------------------------------------------------------------------
+
+
+def dagger(problems: list[LoggedProblem], policy: Any, cfg: FinetuneConfig) -> tuple[Any, dict[str, float]]:
+    """A copy of `policy` after `cfg.rounds` DAgger rounds on `problems` (`rl.imitation`): each round plays every
+    problem mixing the HEFT-from-here teacher (probability `beta`) and the policy, labels every visited state with
+    the teacher's action and fits a few epochs of behaviour cloning at a small learning rate. Imitation rather than
+    PPO because it takes seconds, needs no Ray, and cannot drift far from the policy it starts at."""
+    import numpy as np
+    import torch
+
+    from dagsched.rl.env import EnvConfig, SchedulingEnv
+    from dagsched.rl.imitation import Sample, dagger_round
+
+    torch.manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    new = copy.deepcopy(policy)
+    # one environment whose padded sizes hold every problem (episodes pass their problem in reset)
+    env = SchedulingEnv(
+        EnvConfig(
+            max_tasks=max(128, *(p.cp.n_tasks for p in problems)),
+            max_nodes=max(16, *(p.cp.n_nodes for p in problems)),
+            max_edges=max(1024, *(len(p.cp.succ_idx) for p in problems)),
+            history_len=policy.config.history_len,
+        )
+    )
+    optimizer = torch.optim.Adam(new.parameters(), lr=cfg.lr)
+    buffer: list[Sample] = []
+    stats: dict[str, float] = {}
+
+    def episodes() -> Iterator[tuple[Any, int, dict[str, Any]]]:
+        for p in problems:
+            seed = int(rng.integers(2**31))
+            yield env, seed, {"problem": p.cp, "sim_seed": seed}
+
+    for _ in range(cfg.rounds):
+        new.eval()
+        stats, _ = dagger_round(new, optimizer, episodes(), cfg.beta, rng, buffer, cfg.epochs, cfg.batch_size)
+    new.eval()
+    stats["states"] = float(len(buffer))
+    return new, stats
+
+
+# ---- judging old against new ------------------------------------------------------------------------------
+
+
+def evaluate(old: Any, new: Any, problems: list[LoggedProblem]) -> list[HeldOutResult]:
+    """Greedy makespan of each model on each problem, in the one simulator (as the service plans)."""
+    from dagsched.schedulers import simulate
+
+    def makespan(model: Any, cp: CompiledProblem) -> float:
+        result = simulate(cp, kind_of(model).scheduler(model), validate=True)
+        return result.metrics.makespan if result.valid else math.inf
+
+    return [
+        HeldOutResult(p.plan_id, p.workflow, p.cp.n_tasks, p.cp.n_nodes, makespan(old, p.cp), makespan(new, p.cp))
+        for p in problems
+    ]
+
+
+def verdict(results: list[HeldOutResult], margin: float) -> tuple[float, bool]:
+    """(mean new/old makespan, whether it is under 1 - margin); an empty or non-finite mean never wins."""
+    if not results:
+        return math.nan, False
+    mean = sum(r.ratio for r in results) / len(results)
+    return mean, math.isfinite(mean) and mean < 1.0 - margin

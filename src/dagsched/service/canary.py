@@ -1,0 +1,342 @@
+"""Canary release: a candidate scheduler or model version plans a growing share of the workflows, judged on what
+really ran, promoted stage by stage or rolled back.
+
+The runtime config's `canary` names the candidate (`scheduler`, or `model_version`: a policy kept in the store)
+and its `fraction`. A request that names no scheduler goes to the candidate's arm when the first 8 bytes of
+sha256(workflow name), as a share of 2^64, fall under the fraction: the same workflow always goes the same way,
+and a workflow in the candidate's arm at one stage stays there at the next. Its re-plans stay in its chain's arm.
+Every first plan made while the canary runs is recorded (`canary` table) with its arm and, planned in the
+background on the same problem, the other arm's plan (the shadow): that pair gives the paired comparison of plan
+makespans, and the other arm's plan makespan is what each executed workflow's achieved makespan is measured
+against, `achieved / the default's plan makespan`, so that the two arms are compared on one scale although no
+workflow ran in both.
+
+Judging a stage (after every executed workflow of the canary and every candidate failure):
+
+- rollback at once when the candidate errs (`max_errors` of its plans fell back to HEFT at this stage) or its
+  breaker opened (a learned candidate failing or past its deadline);
+- once each arm has `min_workflows` executed workflows at this stage: the mean of the candidate's normalised
+  achieved makespans over the default's. At most `1 + margin`: no worse, promote to the next of `stages`
+  (the last stage, 1.0, completes the release: the candidate becomes the default scheduler, or the serving
+  policy, and the canary ends); otherwise roll back (the canary ends, the default keeps serving).
+
+Each step is a numbered row in `canary_steps` (start, set by an operator, promote, complete, rollback); a replica
+takes a step only when its insert of the next number wins and the step starts from the stage the last step
+reached (a replica that has not yet applied a change takes no step), then publishes the new config through the
+store as any config change, so every replica serves the new stage within its sync interval. The per-arm
+Prometheus series carry an `arm` label.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dagsched.bench.stats import bootstrap_ci
+from dagsched.service.config import Canary, RuntimeConfig
+from dagsched.service.models import safe_name
+from dagsched.service.planner import Breaker, Planned, Route
+from dagsched.service.reality import rebuild
+
+log = logging.getLogger("dagsched.service")
+
+
+def in_candidate(workflow: str, fraction: float) -> bool:
+    """Whether `workflow` is in the candidate's arm at `fraction` (sticky: a hash of the name)."""
+    h = int.from_bytes(hashlib.sha256(workflow.encode()).digest()[:8], "big")
+    return h / 2**64 < fraction
+
+
+def with_id(config: RuntimeConfig) -> RuntimeConfig:
+    """The config with its canary named (a new canary gets an id when it is first applied)."""
+    if config.canary is None or config.canary.id is not None:
+        return config
+    canary = config.canary.model_copy(update={"id": uuid.uuid4().hex[:12]})
+    return config.model_copy(update={"canary": canary})
+
+
+class CanaryController:
+    """Routes workflows to arms, records canary plans, judges stages and takes the steps, for one replica."""
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+        self.breaker = Breaker()
+        """the model-version candidate's own breaker (a scheduler candidate that is `drl` uses the planner's)"""
+        self._models: tuple[str, Any] | None = None
+        self._lock = threading.Lock()
+
+    # ---- routing --------------------------------------------------------------------------------------
+
+    def route(self, workflow: str, config: RuntimeConfig, arm: str | None) -> Route | None:
+        c = config.canary
+        if c is None or c.id is None:
+            return None
+        if arm is None:
+            arm = "candidate" if in_candidate(workflow, c.fraction) else "default"
+        if arm == "default":
+            return Route("default", config.default_scheduler, c.id)
+        if c.scheduler is not None:
+            breaker = self.state.planner.breaker if c.scheduler == "drl" else None
+            return Route("candidate", c.scheduler, c.id, None, breaker)
+        return Route("candidate", "drl", c.id, self.candidate_models(c), self.breaker)
+
+    def candidate_models(self, c: Canary) -> Any:
+        """A ModelManager serving the candidate policy, loaded once per canary from the store (its `error` says
+        why not: a candidate that cannot plan falls back, and enough fallbacks roll it back)."""
+        from dagsched.service.models import ModelManager
+
+        with self._lock:
+            if self._models is not None and self._models[0] == c.id:
+                return self._models[1]
+            folder = Path(self.state.settings.model_dir) / "canary"
+            models = ModelManager(folder, self.state.settings.max_upload_bytes)
+            version = str(c.model_version)
+            blob = self.state.store.model_blob_by_version(version)
+            if blob is None:
+                models.error = f"candidate model '{version}' is not in the store (upload it first)"
+            else:
+                _, weights, meta = blob
+                folder.mkdir(parents=True, exist_ok=True)
+                stem = folder / safe_name(version)
+                Path(str(stem) + ".safetensors").write_bytes(weights)
+                Path(str(stem) + ".json").write_text(json.dumps(meta))
+                try:
+                    models.load_path(stem, "canary")
+                except Exception as err:  # noqa: BLE001  (reported through the candidate's fallbacks)
+                    models.error = f"candidate model '{version}' does not load: {err}"
+            self.breaker = Breaker()
+            self._models = (str(c.id), models)
+            return models
+
+    # ---- recording ------------------------------------------------------------------------------------
+
+    def record(self, planned: Planned, config: RuntimeConfig) -> None:
+        """Store a first plan's canary row with the other arm's plan of the same problem (run in the background)."""
+        route, c = planned.route, config.canary
+        if route is None or c is None or route.canary_id != c.id:
+            return
+        live = planned.response
+        if route.arm == "candidate":
+            other_name, models = config.default_scheduler, None
+        else:
+            other_name = c.scheduler or "drl"
+            models = self.candidate_models(c) if c.model_version is not None else None
+        with self.state.plan_lock:
+            other = self.state.planner.plan_alone(planned.cp, other_name, models)
+        self.state.store.add_canary(
+            {
+                "canary_id": c.id,
+                "plan_id": live["plan_id"],
+                "workflow": live["workflow"],
+                "arm": route.arm,
+                "fraction": c.fraction,
+                "live_scheduler": live["scheduler"],
+                "live_makespan": live["makespan"],
+                "other_scheduler": other_name if c.model_version is None or route.arm == "candidate" else c.candidate,
+                "other_makespan": other.metrics.makespan if other is not None else None,
+                "fallback": live["fallback"],
+                "environment": self.state.settings.environment,
+            }
+        )
+        if route.arm == "candidate" and live["fallback"]:
+            self.evaluate(config)
+
+    # ---- judging --------------------------------------------------------------------------------------
+
+    def stage_figures(self, c: Canary, fraction: float | None = None) -> dict[str, Any]:
+        """Per arm at one stage (default: the current one): plans, fallbacks, executed workflows, mean plan and
+        achieved makespans, mean achieved over the default's plan makespan with a 95 % interval; the paired plan
+        comparison where the shadow has both."""
+        assert c.id is not None
+        rows = self.state.store.canary_rows(c.id, c.fraction if fraction is None else fraction)
+        plan_rows = {p["id"]: p for p in self.state.store.plans_by_ids([r["plan_id"] for r in rows])}
+        events = self.state.store.events_of(list(plan_rows))
+        arms: dict[str, dict[str, Any]] = {}
+        for arm in ("default", "candidate"):
+            mine = [r for r in rows if r["arm"] == arm]
+            normalised, achieved = [], []
+            for r in mine:
+                p = plan_rows.get(r["plan_id"])
+                if p is None or not events[r["plan_id"]]:
+                    continue
+                run = rebuild(p, events[r["plan_id"]], self.state.config.calibration.outlier_bound)
+                if not run.clean or run.achieved_makespan is None:
+                    continue
+                default_plan = r["live_makespan"] if arm == "default" else r["other_makespan"]
+                achieved.append(run.achieved_makespan)
+                if default_plan:
+                    normalised.append(run.achieved_makespan / default_plan)
+            lo, hi = bootstrap_ci(normalised) if normalised else (None, None)
+            arms[arm] = {
+                "plans": len(mine),
+                "fallbacks": sum(1 for r in mine if r["fallback"]),
+                "executed": len(normalised),
+                "plan_makespan_mean": float(np.mean([r["live_makespan"] for r in mine])) if mine else None,
+                "achieved_makespan_mean": float(np.mean(achieved)) if achieved else None,
+                "normalised_mean": float(np.mean(normalised)) if normalised else None,
+                "normalised_ci": [lo, hi],
+            }
+        pairs = [
+            (r["live_makespan"], r["other_makespan"])
+            if r["arm"] == "candidate"
+            else (r["other_makespan"], r["live_makespan"])
+            for r in rows
+            if r["other_makespan"]
+        ]
+        ratio = np.array([cand / dflt for cand, dflt in pairs if dflt > 0])
+        lo, hi = bootstrap_ci(ratio) if len(ratio) else (None, None)
+        paired = {
+            "plans": len(ratio),
+            "candidate_wins": int((ratio < 1 - 1e-9).sum()),
+            "ties": int((np.abs(ratio - 1) <= 1e-9).sum()),
+            "default_wins": int((ratio > 1 + 1e-9).sum()),
+            "ratio_mean": float(ratio.mean()) if len(ratio) else None,
+            "ratio_ci": [lo, hi],
+        }
+        return {"fraction": c.fraction if fraction is None else fraction, "arms": arms, "paired": paired}
+
+    def verdict(self, c: Canary, figures: dict[str, Any]) -> tuple[str, str]:
+        """("rollback" | "promote" | "wait", why)."""
+        cand, dflt = figures["arms"]["candidate"], figures["arms"]["default"]
+        if cand["fallbacks"] >= c.max_errors:
+            return "rollback", f"the candidate erred: {cand['fallbacks']} of its plans fell back to HEFT"
+        breaker = self.breaker if c.model_version is not None else self.state.planner.breaker
+        if (c.model_version is not None or c.scheduler == "drl") and breaker.is_open():
+            return "rollback", "the candidate's breaker opened (failures or decisions past the deadline)"
+        if cand["executed"] < c.min_workflows or dflt["executed"] < c.min_workflows:
+            return "wait", (
+                f"executed workflows at this stage: candidate {cand['executed']}, default {dflt['executed']} "
+                f"(each needs {c.min_workflows})"
+            )
+        ratio = cand["normalised_mean"] / dflt["normalised_mean"]
+        figures["ratio"] = ratio
+        if ratio <= 1.0 + c.margin:
+            return "promote", f"no worse: achieved makespan {ratio:.4f} x the default's (margin {c.margin:g})"
+        return "rollback", f"worse: achieved makespan {ratio:.4f} x the default's (over 1 + {c.margin:g})"
+
+    def evaluate(self, config: RuntimeConfig | None = None) -> dict[str, Any] | None:
+        """Judge the current stage; take the step it calls for. The step's row, or None."""
+        config = config or self.state.config
+        c = config.canary
+        if c is None or c.id is None:
+            return None
+        figures = self.stage_figures(c)
+        action, reason = self.verdict(c, figures)
+        for arm in ("default", "candidate"):
+            value = figures["arms"][arm]["normalised_mean"]
+            self.state.metrics.arm_makespan_ratio.labels(arm=arm).set(value if value is not None else math.nan)
+        if action == "wait":
+            return None
+        if action == "promote":
+            later = [f for f in c.stages if f > c.fraction + 1e-12]
+            to = later[0] if later else 1.0
+            kind = "complete" if to >= 1.0 else "promote"
+        else:
+            to, kind = 0.0, "rollback"
+        return self.step(config, kind, to, reason, figures)
+
+    def note(self, config: RuntimeConfig) -> None:
+        """Record what an operator's config change did to the canary: its start (a canary with no step yet), or a
+        stage set by hand (the fraction differs from where the last step left it)."""
+        c = config.canary
+        if c is None or c.id is None:
+            return
+        steps = self.state.store.canary_steps(c.id)
+        if not steps:
+            row = self._row(c, 0, "start", 0.0, c.fraction, f"canary of {c.candidate} started", {})
+        elif steps[-1]["action"] not in ("complete", "rollback") and abs(steps[-1]["to_fraction"] - c.fraction) > 1e-12:
+            row = self._row(c, len(steps), "set", steps[-1]["to_fraction"], c.fraction, "stage set by an operator", {})
+        else:
+            return
+        if self.state.store.add_canary_step(row):
+            self.state.metrics.canary_steps.labels(action=row["action"]).inc()
+
+    def step(
+        self, config: RuntimeConfig, kind: str, to: float, reason: str, figures: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """Take one step if this replica wins it; then publish the new config to every replica."""
+        c = config.canary
+        assert c is not None and c.id is not None
+        steps = self.state.store.canary_steps(c.id)
+        ended = bool(steps) and steps[-1]["action"] in ("complete", "rollback")
+        if ended or (steps and abs(steps[-1]["to_fraction"] - c.fraction) > 1e-12):
+            return None  # the canary ended, or this replica has not applied the last step yet
+        row = self._row(c, len(steps), kind, c.fraction, to, reason, figures)
+        if not self.state.store.add_canary_step(row):
+            return None  # another replica took this step
+        if kind == "promote":
+            new = config.model_copy(update={"canary": c.model_copy(update={"fraction": to})})
+        elif kind == "complete":
+            new = config.model_copy(update={"canary": None, "default_scheduler": c.scheduler or "drl"})
+            if c.model_version is not None:
+                self._serve_candidate(c)
+        else:
+            new = config.model_copy(update={"canary": None})
+        log.warning("canary %s: %s %g -> %g: %s", c.id, kind, c.fraction, to, reason)
+        self.state.metrics.canary_steps.labels(action=kind).inc()
+        with self.state.changing:
+            self.state.set_config(new)
+            self.state.publish(config=True)
+        return row
+
+    def _serve_candidate(self, c: Canary) -> None:
+        """A model-version candidate that completed its release becomes the serving policy on every replica."""
+        models = self.candidate_models(c)
+        if models.current is None:
+            return
+        stem = Path(self.state.settings.model_dir) / "canary" / safe_name(str(c.model_version))
+        loaded = self.state.models.load_path(stem, "canary")
+        self.state.store.add_model_version(loaded.version, loaded.sha256, "canary", loaded.meta, loaded.loaded_at)
+        self.state.publish_model()
+        self.state.publish(model_source="canary")
+
+    @staticmethod
+    def _row(
+        c: Canary, seq: int, action: str, frm: float, to: float, reason: str, figures: dict[str, Any]
+    ) -> dict[str, Any]:
+        return {
+            "canary_id": c.id,
+            "seq": seq,
+            "action": action,
+            "candidate": c.candidate,
+            "from_fraction": frm,
+            "to_fraction": to,
+            "reason": reason,
+            "figures": _jsonable(figures),
+        }
+
+    def report(self, config: RuntimeConfig) -> dict[str, Any]:
+        """`/v1/canary/report`: the live canary (or none), its current stage's figures and verdict, and the steps
+        of the live or the last canary."""
+        c = config.canary
+        if c is not None and c.id is not None:
+            figures = self.stage_figures(c)
+            action, reason = self.verdict(c, figures)
+            steps = self.state.store.canary_steps(c.id)
+            return {
+                "canary": c.model_dump(),
+                "stage": figures,
+                "verdict": {"action": action, "reason": reason},
+                "steps": steps,
+            }
+        latest = self.state.store.canary_steps(None, limit=1)
+        steps = self.state.store.canary_steps(latest[0]["canary_id"]) if latest else []
+        return {"canary": None, "stage": None, "verdict": None, "steps": steps}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

@@ -1,0 +1,186 @@
+"""The gap between plan and reality, measured on executed runs (`service.reality`).
+
+Per task name, workflow name, node and node class: the ratio of actual to declared runtime (median, p10,
+p90, count; p25/p75/min/max for box plots) and the median of actual to planned (what the plan, calibrated
+or not, predicted on that node). Then the delays from a parent's finish to its child's start on another
+node against the planned transfer time, the failure rate (failed attempts over started ones), overruns
+(tasks past twice their declared runtime, and `task_overran` events), and the makespan planned against
+the makespan achieved, run by run (the scatter the dashboard draws). `dagsched gap`, `GET /v1/gap` and
+the dashboard's Reality page read this one report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from dagsched.service.calibration import Factors, summarise
+from dagsched.service.reality import OVERRUN_RATIO, RunLog, TaskRun
+
+POINTS = 500
+"""Newest runs drawn in the plan-vs-achieved scatter."""
+
+
+def _group(tasks: Iterable[TaskRun], key: Callable[[TaskRun], str]) -> list[dict[str, Any]]:
+    groups: dict[str, list[TaskRun]] = {}
+    for t in tasks:
+        groups.setdefault(key(t), []).append(t)
+    rows = []
+    for k, ts in sorted(groups.items()):
+        planned = [t.actual_s / t.planned_s for t in ts if t.planned_s]
+        rows.append(
+            {
+                "key": k,
+                **summarise(t.actual_s / t.predicted_s for t in ts),
+                "planned_median": summarise(planned)["median"],
+            }
+        )
+    return rows
+
+
+def gap_report(log: RunLog, factors: Factors | None = None, points: int = POINTS) -> dict[str, Any]:
+    """The whole report as JSON-ready data."""
+    tasks = log.observations()
+    clean = [r for r in log.runs if r.clean]
+    complete = [r for r in clean if r.achieved_makespan is not None and r.planned_makespan > 0]
+    started = sum(r.started for r in clean)
+    failed = sum(r.failed for r in clean)
+    over = sum(1 for t in tasks if t.actual_s > OVERRUN_RATIO * t.predicted_s)
+    transfers = [(p, s) for r in clean for p, s in r.transfers if p > 0]
+    faults = log.faults
+    return {
+        "since": log.since,
+        "environment": log.environment,
+        "other_environments": log.other_environments,
+        "runs": {"read": len(log.runs), "clean": len(clean), "complete": len(complete)},
+        "observations": len(tasks),
+        "ratio": {**summarise(t.actual_s / t.predicted_s for t in tasks)},
+        "planned_ratio": summarise(t.actual_s / t.planned_s for t in tasks if t.planned_s),
+        "by_task": _group(tasks, lambda t: t.name),
+        "by_workflow": _group(tasks, lambda t: t.workflow),
+        "by_node": _group(tasks, lambda t: t.node),
+        "by_node_class": _group(tasks, lambda t: t.node_class),
+        "transfers": {
+            "count": len(transfers),
+            "planned_median_s": summarise(p for p, _ in transfers)["median"],
+            "seen_median_s": summarise(s for _, s in transfers)["median"],
+            "ratio": summarise(s / p for p, s in transfers),
+        },
+        "failures": {"started": started, "failed": failed, "rate": failed / started if started else None},
+        "overruns": {
+            "over_2x": over,
+            "rate": over / len(tasks) if tasks else None,
+            "events": sum(r.overran for r in clean),
+        },
+        "makespan": {
+            "runs": len(complete),
+            "planned_median": summarise(r.planned_makespan for r in complete)["median"],
+            "achieved_median": summarise(r.achieved_makespan or 0.0 for r in complete)["median"],
+            "ratio": summarise((r.achieved_makespan or 0.0) / r.planned_makespan for r in complete),
+            "points": [
+                {
+                    "root_id": r.root_id,
+                    "workflow": r.workflow,
+                    "scheduler": r.scheduler,
+                    "arm": r.response.get("arm"),
+                    "calibrated": bool((r.response.get("calibration") or {}).get("active")),
+                    "planned": r.planned_makespan,
+                    "achieved": r.achieved_makespan,
+                    "created_at": r.created_at,
+                }
+                for r in complete[-points:]
+            ],
+        },
+        "faults": {
+            "counts": log.fault_counts(),
+            "examples": [
+                {"kind": f.kind, "root_id": f.root_id, "task": f.task, "detail": f.detail} for f in faults[:20]
+            ],
+        },
+        "calibration": factors.to_json() if factors is not None else None,
+    }
+
+
+def print_report(report: dict[str, Any]) -> None:
+    """The report as Rich tables (`dagsched gap`)."""
+    from rich.table import Table
+
+    from dagsched.console import console
+
+    def num(x: float | None, digits: int = 3) -> str:
+        return "–" if x is None else f"{x:.{digits}f}"
+
+    runs = report["runs"]
+    env = report["environment"] or "every environment"
+    console.print(
+        f"[bold]{env}[/]: {runs['read']} executed runs ({runs['clean']} clean, {runs['complete']} complete), "
+        f"{report['observations']} task runs; actual/declared median {num(report['ratio']['median'])}, "
+        f"actual/planned median {num(report['planned_ratio']['median'])}"
+    )
+    for title, key in (
+        ("per task name", "by_task"),
+        ("per workflow", "by_workflow"),
+        ("per node", "by_node"),
+        ("per node class", "by_node_class"),
+    ):
+        table = Table(title=f"actual / declared runtime, {title}")
+        for col in ("", "count", "median", "p10", "p90", "actual/planned"):
+            table.add_column(col, justify="left" if not col else "right")
+        for row in report[key]:
+            table.add_row(
+                row["key"],
+                str(row["count"]),
+                num(row["median"]),
+                num(row["p10"]),
+                num(row["p90"]),
+                num(row["planned_median"]),
+            )
+        console.print(table)
+    t, f, o, m = report["transfers"], report["failures"], report["overruns"], report["makespan"]
+    summary = Table(title="transfers, failures, overruns, makespan")
+    summary.add_column("")
+    summary.add_column("value", justify="right")
+    summary.add_row("cross-node hand-offs with data", str(t["count"]))
+    summary.add_row("planned transfer, median s", num(t["planned_median_s"], 2))
+    summary.add_row("seen parent finish -> child start, median s", num(t["seen_median_s"], 2))
+    summary.add_row(
+        "seen / planned, median (p10, p90)",
+        f"{num(t['ratio']['median'])} ({num(t['ratio']['p10'])}, {num(t['ratio']['p90'])})",
+    )
+    summary.add_row("failed attempts / started", f"{f['failed']} / {f['started']} ({num(f['rate'])})")
+    summary.add_row(
+        f"tasks over {OVERRUN_RATIO:g} x declared", f"{o['over_2x']} ({num(o['rate'])}); {o['events']} overrun events"
+    )
+    summary.add_row("complete runs", str(m["runs"]))
+    summary.add_row("makespan planned, median s", num(m["planned_median"], 2))
+    summary.add_row("makespan achieved, median s", num(m["achieved_median"], 2))
+    summary.add_row(
+        "achieved / planned, median (p10, p90)",
+        f"{num(m['ratio']['median'])} ({num(m['ratio']['p10'])}, {num(m['ratio']['p90'])})",
+    )
+    console.print(summary)
+    counts = {k: v for k, v in report["faults"]["counts"].items() if v}
+    if counts or report["other_environments"]:
+        console.print(
+            "[yellow]left out:[/] "
+            + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items())
+            + (
+                "; runs of other environments: "
+                + ", ".join(f"{k} ({v})" for k, v in report["other_environments"].items())
+                if report["other_environments"]
+                else ""
+            )
+        )
+    cal = report["calibration"]
+    if cal is not None:
+        state = "active" if cal["active"] else "not active"
+        table = Table(title=f"calibration factors ({state}: {cal['runs']} runs, floor {cal['min_runs']})")
+        for col in ("kind", "key", "factor", "raw", "count"):
+            table.add_column(col, justify="right" if col in ("factor", "raw", "count") else "left")
+        for row in cal["node"]:
+            table.add_row("node", row["node"], num(row["factor"]), num(row["raw"]), str(row["count"]))
+        for row in cal["task"]:
+            table.add_row(
+                "task", f"{row['task']} on {row['node_class']}", num(row["factor"]), num(row["raw"]), str(row["count"])
+            )
+        console.print(table)

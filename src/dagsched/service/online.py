@@ -1,0 +1,150 @@
+"""Online fine-tuning: the service runs `dagsched finetune` on its own logs, on an interval and when the skew
+monitor trips, and ships a model only when it wins on held-out logged problems.
+
+Off unless the runtime config sets `online_ft_interval` (seconds, at least 60, or 30m, 6h, 1d). Then a background
+thread of each replica starts a run when the interval has passed since the last one, or at once when this
+replica's load skew monitor trips (the cluster drifted from what the model saw; at most once in ten minutes). A run
+reads this environment's first plans of the last `online_ft_window`, on their executed runtimes (calibrated) when
+enough runs were reported, else on the requested ones. The event log's faulty runs are left out and counted in the
+run's report (the command refuses them instead, unless `--allow-faults`). A winner is validated and swapped in like
+an upload and published to every replica through the store; a loser is dropped. Every run is a row of
+`finetune_runs` with its trigger and verdict (shipped, kept, too_few, failed), read by `GET /v1/finetune/runs`. One
+replica at a time runs (a lease in the store).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from dagsched.model.errors import InputError
+from dagsched.rl.finetune import FinetuneConfig, evaluate
+
+log = logging.getLogger("dagsched.service")
+
+LEASE = "online-finetune"
+POLL_S = 1.0
+SKEW_GAP_S = 600.0
+"""A load-skew trip starts a run only when the last one ended at least this long ago (a skewed cluster trips the
+monitor again and again)."""
+
+
+class OnlineFinetuner:
+    """The online fine-tunes of one replica."""
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+        self.judge = evaluate
+        """how old and new are compared on held-out problems (replaceable in tests)"""
+        self.holder = uuid.uuid4().hex
+        self.last_run = time.monotonic()
+        self._pending: str | None = None
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="dagsched-online-ft", daemon=True)
+        self._thread.start()
+
+    def request(self, trigger: str) -> None:
+        """Ask for a run as soon as the thread can (when online fine-tuning is on, and for a skew trip when the last
+        run is older than SKEW_GAP_S)."""
+        if trigger == "skew" and time.monotonic() - self.last_run < SKEW_GAP_S:
+            return
+        if self.state.config.online_ft_interval is not None:
+            self._pending = trigger
+            self._wake.set()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout=30)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(POLL_S)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            interval = self.state.config.online_ft_interval
+            if interval is None:
+                self._pending = None
+                continue
+            trigger = self._pending or ("interval" if time.monotonic() - self.last_run >= interval else None)
+            if trigger is None:
+                continue
+            self._pending = None
+            try:
+                self.run_once(trigger)
+            except Exception as err:  # noqa: BLE001  (a failed run is recorded; the service goes on)
+                log.exception("online fine-tune failed: %s", err)
+
+    def run_once(self, trigger: str) -> dict[str, Any] | None:
+        """One fine-tune now (if this replica gets the lease); its record, or None."""
+        from dagsched.service.finetune import run
+
+        state = self.state
+        config = state.config
+        window_s = config.online_ft_window
+        if not state.store.take_lease(LEASE, self.holder, 6 * 3600.0):
+            return None
+        self.last_run = time.monotonic()
+        started = time.time()
+        row: dict[str, Any] = {"trigger": trigger, "environment": state.settings.environment, "started_at": started}
+        try:
+            outcome = None
+            for runtimes in ("executed", "requested"):
+                cfg = FinetuneConfig(
+                    store=state.settings.store_url,
+                    env=state.settings.environment,
+                    since=f"{max(1, round(window_s))}s",
+                    runtimes=runtimes,
+                    allow_faults=True,
+                    outlier_bound=config.calibration.outlier_bound,
+                    out=str(Path(state.settings.model_dir) / "finetuned"),
+                )
+                try:
+                    outcome = run(cfg, current=state.models.current, judge=self.judge, ship=self._ship)
+                    break
+                except InputError as err:
+                    if err.field != "--runtimes":  # no plans at all, an unreadable store: no fallback helps
+                        raise
+            assert outcome is not None
+            verdict = "shipped" if outcome.shipped else ("kept" if outcome.results else "too_few")
+            if outcome.upload_error is not None:
+                verdict = "failed"
+            row |= {
+                "verdict": verdict,
+                "mean_ratio": outcome.mean_ratio if outcome.results else None,
+                "version": outcome.version if outcome.shipped else None,
+                "reason": outcome.reason,
+                "report": {
+                    "runtimes": cfg.runtimes,
+                    "train": len(outcome.train),
+                    "held_out": len(outcome.held_out),
+                    "results": [
+                        {"plan_id": r.plan_id, "old": r.old_makespan, "new": r.new_makespan} for r in outcome.results
+                    ],
+                    "reality": {k: v for k, v in outcome.reality.items() if k != "calibration"},
+                },
+            }
+        except InputError as err:
+            row |= {"verdict": "too_few", "mean_ratio": None, "version": None, "reason": str(err), "report": {}}
+        except Exception as err:  # noqa: BLE001
+            row |= {"verdict": "failed", "mean_ratio": None, "version": None, "reason": repr(err), "report": {}}
+        finally:
+            state.store.release_lease(LEASE, self.holder)
+        row["finished_at"] = time.time()
+        state.store.add_finetune_run(row)
+        state.metrics.finetune_runs.labels(trigger=trigger, verdict=row["verdict"]).inc()
+        log.info("online fine-tune (%s): %s: %s", trigger, row["verdict"], row["reason"])
+        return row
+
+    def _ship(self, stem: Path) -> str:
+        """A winner is swapped in like an upload and published to every replica."""
+        weights = Path(str(stem) + ".safetensors").read_bytes()
+        metadata = Path(str(stem) + ".json").read_bytes()
+        loaded = self.state.ship_model(weights, metadata, "finetune")
+        return f"this service, now serving {loaded.version}"

@@ -1,0 +1,351 @@
+"""What really ran: executed workflows rebuilt from the stored plans and their events.
+
+A client reports through `/v1/events` when each task started and finished, on which node, and what failed.
+Each first plan (the root of a re-plan chain) with events is one executed run: its tasks' actual runtimes
+(finish - start of the attempt that finished) beside the runtime the request declared on that node (the
+task's runtime at speed 1 over the node's declared speed, or its per-node cost) and the one its plan
+predicted, the delays between a parent's finish and a child's start on another node beside the planned
+transfer time, failed attempts and overruns, and the makespan achieved when every task finished.
+
+The log is audited as it is read. What would mislead an estimate is reported as a `Fault` and kept out:
+an event stored twice (`duplicate`), events stored out of time order or a finish without a start
+(`out_of_order`), a re-plan of the chain stored by a replica with another environment label
+(`other_environment`: a dev replica re-planning a prod workflow): the whole run; a finish at or before its
+start (`non_positive_duration`) and a task whose actual/declared ratio is past the bound (`outlier`): that
+observation. Runs of other environment labels are never read; how many there were is reported. Nothing is
+changed in the store.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from dagsched.service.calibration import Observation, node_class, task_name
+
+FAULT_KINDS = ("duplicate", "out_of_order", "non_positive_duration", "outlier", "other_environment", "unreadable")
+RUN_FAULTS = frozenset({"duplicate", "out_of_order", "other_environment", "unreadable"})
+"""Faults that keep a whole run out of estimates (the others drop one observation)."""
+OVERRUN_RATIO = 2.0
+"""A task over this many times its declared runtime counts as an overrun (the re-plan rule's threshold)."""
+
+
+@dataclass(frozen=True)
+class TaskRun(Observation):
+    """One task that finished, in one run."""
+
+    root_id: str
+    workflow: str
+    task: str
+    start_s: float
+    finish_s: float
+    planned_s: float | None
+    """what the run's first plan predicted for it on that node (None: it ran elsewhere)"""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """Something wrong in a stored event log."""
+
+    kind: str
+    root_id: str
+    task: str | None
+    detail: str
+
+
+@dataclass
+class Run:
+    """One executed workflow: a first plan and what its events say happened."""
+
+    root_id: str
+    workflow: str
+    environment: str
+    scheduler: str
+    created_at: float
+    planned_makespan: float
+    n_tasks: int
+    response: dict[str, Any]
+    tasks: list[TaskRun] = field(default_factory=list)
+    transfers: list[tuple[float, float]] = field(default_factory=list)
+    """(planned, seen) seconds from a parent's finish to its child's start on another node, edges with data"""
+    started: int = 0
+    failed: int = 0
+    overran: int = 0
+    achieved_makespan: float | None = None
+    faults: list[Fault] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return not any(f.kind in RUN_FAULTS for f in self.faults)
+
+
+@dataclass
+class RunLog:
+    """The executed runs read from a store, their faults, and what was left out."""
+
+    runs: list[Run]
+    since: float
+    environment: str | None
+    other_environments: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def faults(self) -> list[Fault]:
+        return [f for r in self.runs for f in r.faults]
+
+    def observations(self) -> list[TaskRun]:
+        """Every clean observation: from runs without a run-level fault."""
+        return [t for r in self.runs if r.clean for t in r.tasks]
+
+    def fault_counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(FAULT_KINDS, 0)
+        for f in self.faults:
+            counts[f.kind] += 1
+        return counts
+
+
+@dataclass(frozen=True)
+class _Skeleton:
+    """What a run's request says, parsed once per root."""
+
+    tasks: dict[str, Any]
+    names: dict[str, str]
+    nodes: dict[str, Any]
+    classes: dict[str, str]
+    edges: list[tuple[str, str, float]]
+
+
+_SKELETONS: OrderedDict[str, _Skeleton] = OrderedDict()
+_SKELETON_CACHE = 20_000
+
+
+def _skeleton(root_id: str, request: dict[str, Any]) -> _Skeleton:
+    hit = _SKELETONS.get(root_id)
+    if hit is not None:
+        _SKELETONS.move_to_end(root_id)
+        return hit
+    from dagsched.io import workflow_from_dict
+    from dagsched.service.schemas import NodeState
+
+    wf = workflow_from_dict(request["workflow"])
+    nodes = {n["id"]: NodeState.model_validate(n) for n in request["nodes"]}
+    sk = _Skeleton(
+        tasks={t.id: t for t in wf.tasks},
+        names={t.id: task_name(t) for t in wf.tasks},
+        nodes=nodes,
+        classes={nid: node_class(n) for nid, n in nodes.items()},
+        edges=[(e.src, e.dst, e.data) for e in wf.edges],
+    )
+    _SKELETONS[root_id] = sk
+    if len(_SKELETONS) > _SKELETON_CACHE:
+        _SKELETONS.popitem(last=False)
+    return sk
+
+
+def declared_s(sk: _Skeleton, task: str, node: str) -> float:
+    """The request's own runtime of `task` on `node`: its cost there, else runtime / declared speed."""
+    t = sk.tasks[task]
+    if t.costs and node in t.costs:
+        return float(t.costs[node])
+    return float(t.runtime / sk.nodes[node].speed)
+
+
+def rebuild(row: dict[str, Any], events: list[dict[str, Any]], outlier_bound: float) -> Run:
+    """One run from its root plan row and its events in stored order."""
+    response = row["response"] or {}
+    assignments = {a["task"]: a for a in response.get("assignments", [])}
+    run = Run(
+        root_id=row["id"],
+        workflow=row["workflow"],
+        environment=row["environment"],
+        scheduler=row["scheduler"],
+        created_at=float(row["created_at"]),
+        planned_makespan=float(row["makespan"]),
+        n_tasks=len(assignments),
+        response=response,
+    )
+    try:
+        sk = _skeleton(row["id"], row["request"])
+    except Exception as err:  # noqa: BLE001  (an old or odd record is reported, not fatal)
+        run.faults.append(Fault("unreadable", run.root_id, None, f"the plan's request does not parse: {err}"))
+        return run
+    seen: set[tuple[Any, ...]] = set()
+    repeats: set[int] = set()
+    latest = -math.inf
+    for e in events:
+        key = (e["kind"], e["task"], e["node"], e["at"])
+        if key in seen:
+            repeats.add(e["id"])
+            what = f"'{e['task']}'" if e["task"] else f"node '{e['node']}'"
+            run.faults.append(Fault("duplicate", run.root_id, e["task"], f"{e['kind']} of {what} at {e['at']:g} s"))
+            continue  # a repeat is not also out of order
+        seen.add(key)
+        if e["at"] < latest - 1e-9:
+            run.faults.append(
+                Fault("out_of_order", run.root_id, e["task"], f"{e['kind']} at {e['at']:g} s stored after {latest:g} s")
+            )
+        latest = max(latest, e["at"])
+
+    running: dict[str, tuple[str, float]] = {}
+    finished: dict[str, tuple[str, float, float]] = {}
+    for e in sorted((e for e in events if e["id"] not in repeats), key=lambda e: (e["at"], e["id"])):
+        kind, task, node, at = e["kind"], e["task"], e["node"], float(e["at"])
+        if kind == "task_started":
+            run.started += 1
+            running[task] = (node or assignments.get(task, {}).get("node", ""), at)
+        elif kind == "task_finished":
+            if task not in running:
+                run.faults.append(
+                    Fault("out_of_order", run.root_id, task, f"task_finished at {at:g} s without a start")
+                )
+                continue
+            where, start = running.pop(task)
+            where = node or where
+            finished[task] = (where, start, at)
+        elif kind == "task_failed":
+            run.failed += int(running.pop(task, None) is not None)
+        elif kind == "task_overran":
+            run.overran += 1
+            if (e["payload"] or {}).get("migrate"):
+                running.pop(task, None)
+        elif kind == "node_down":
+            for t, (nd, _) in list(running.items()):
+                if nd == node:
+                    running.pop(t)
+                    run.failed += 1
+
+    for task, (node, start, end) in finished.items():
+        if task not in sk.tasks or node not in sk.nodes:
+            continue
+        actual = end - start
+        if actual <= 0:
+            detail = f"finished at {end:g} s, not after its start at {start:g} s"
+            run.faults.append(Fault("non_positive_duration", run.root_id, task, detail))
+            continue
+        predicted = declared_s(sk, task, node)
+        if predicted <= 0:
+            continue
+        ratio = actual / predicted
+        if not 1.0 / outlier_bound <= ratio <= outlier_bound:
+            detail = (
+                f"ran {actual:g} s against {predicted:g} s declared on {node} ({ratio:.3g} x, bound {outlier_bound:g})"
+            )
+            run.faults.append(Fault("outlier", run.root_id, task, detail))
+            continue
+        a = assignments.get(task)
+        planned = float(a["finish"] - a["start"]) if a is not None and a["node"] == node else None
+        run.tasks.append(
+            TaskRun(
+                name=sk.names[task],
+                node=node,
+                node_class=sk.classes[node],
+                predicted_s=predicted,
+                actual_s=actual,
+                finished_at=run.created_at + end,
+                root_id=run.root_id,
+                workflow=run.workflow,
+                task=task,
+                start_s=start,
+                finish_s=end,
+                planned_s=planned,
+            )
+        )
+    for src, dst, data in sk.edges:
+        if data <= 0 or src not in finished or dst not in finished:
+            continue
+        (a_node, _, a_end), (b_node, b_start, _) = finished[src], finished[dst]
+        if a_node == b_node or a_node not in sk.nodes or b_node not in sk.nodes:
+            continue
+        bandwidth = min(sk.nodes[a_node].bandwidth, sk.nodes[b_node].bandwidth)
+        run.transfers.append((data / bandwidth, max(0.0, b_start - a_end)))
+    if assignments and all(t in finished for t in assignments):
+        run.achieved_makespan = max(finished[t][2] for t in assignments)
+    return run
+
+
+def mark_foreign(runs: list[Run], foreign: list[tuple[str, str, str]]) -> None:
+    """Add an `other_environment` fault to each run with a re-plan labelled otherwise."""
+    by_root = {r.root_id: r for r in runs}
+    for root, plan, label in foreign:
+        if root in by_root:
+            run = by_root[root]
+            detail = f"re-plan {plan[:12]} was stored with the label '{label}', not '{run.environment}'"
+            run.faults.append(Fault("other_environment", root, None, detail))
+
+
+def read_runs(
+    store: Any,
+    since: float,
+    environment: str | None = None,
+    limit: int = 2_000,
+    outlier_bound: float = 10.0,
+    now: float | None = None,
+) -> RunLog:
+    """The newest `limit` executed runs planned at or after `since` (epoch seconds) in `environment` (None:
+    every label), audited."""
+    rows = store.executed_roots(since, environment, limit)
+    by_root = store.events_of([r["id"] for r in rows])
+    runs = [rebuild(r, by_root[r["id"]], outlier_bound) for r in rows]
+    if environment is not None:
+        mark_foreign(runs, store.foreign_replans([r.root_id for r in runs], environment))
+    runs.sort(key=lambda r: (r.created_at, r.root_id))
+    log = RunLog(runs, since, environment)
+    if environment is not None:
+        log.other_environments = {k: v for k, v in store.executed_per_environment(since).items() if k != environment}
+    return log
+
+
+class RunCache:
+    """The executed runs of one environment, kept between reads: a read fetches only the events stored since the
+    last one and rebuilds only their runs, so a service re-reading its window every few seconds does work in
+    proportion to what was reported meanwhile, not to the window."""
+
+    def __init__(self, store: Any, environment: str) -> None:
+        self.store = store
+        self.environment = environment
+        self.runs: dict[str, Run] = {}
+        self.last_event = 0
+        self.outlier_bound: float | None = None
+        self._lock = threading.Lock()
+
+    def read(self, since: float, limit: int, outlier_bound: float) -> list[Run]:
+        """The newest `limit` runs planned at or after `since`, oldest first."""
+        with self._lock:
+            if outlier_bound != self.outlier_bound:  # the audit changed: rebuild everything
+                self.runs, self.last_event, self.outlier_bound = {}, 0, outlier_bound
+            fresh = self.store.events_after(self.last_event, since)
+            if fresh:
+                self.last_event = fresh[-1][0]
+                roots = sorted({root for _, root in fresh})
+                rows = [
+                    r
+                    for r in self.store.plans_by_ids(roots)
+                    if r["id"] == r["root_id"] and r["environment"] == self.environment
+                ]
+                events = self.store.events_of([r["id"] for r in rows])
+                rebuilt = [rebuild(row, events[row["id"]], outlier_bound) for row in rows]
+                mark_foreign(rebuilt, self.store.foreign_replans([r.root_id for r in rebuilt], self.environment))
+                self.runs.update((r.root_id, r) for r in rebuilt)
+            for root in [k for k, r in self.runs.items() if r.created_at < since]:
+                del self.runs[root]
+            newest = sorted(self.runs.values(), key=lambda r: (r.created_at, r.root_id))[-limit:]
+            return newest
+
+
+def calibration_reader(store: Any, environment: str) -> Any:
+    """`read(settings, now)` for a `Calibrator`: this environment's clean observations in the window, and the
+    number of executed runs they come from (through a `RunCache`)."""
+    cache = RunCache(store, environment)
+
+    def read(settings: Any, now: float) -> tuple[list[Observation], int]:
+        runs = [r for r in cache.read(now - settings.window_s, settings.max_runs, settings.outlier_bound) if r.clean]
+        return [t for r in runs for t in r.tasks], sum(1 for r in runs if r.tasks)
+
+    return read
+
+
+def since_epoch(window_s: float, now: float | None = None) -> float:
+    return (time.time() if now is None else now) - window_s

@@ -1,0 +1,357 @@
+"""The gRPC server: `dagsched.v1.Scheduler` (`dagsched.proto`) beside the HTTP API, in the same process.
+
+Every RPC goes through the code the HTTP route runs, on the same process state (the store, the planner and its
+lock, the runtime config, the canary and calibration): Schedule through `routes.schedule.plan_and_save` (then
+the shadow's and the canary's background work), Filter and Prioritize through `service.k8s`, Explain through
+the explain route, ReportEvent through the events route. Errors are the HTTP API's: a refused field is
+INVALID_ARGUMENT with `<field>: <fault>` as its details (the 422's `detail`), an unknown plan NOT_FOUND, an event
+out of order FAILED_PRECONDITION; ReportEvent, like POST /v1/events, needs `authorization: Bearer <token>` in the
+call's metadata (UNAUTHENTICATED without it, PERMISSION_DENIED when the server has no token). A malformed
+ExtenderArgs is INVALID_ARGUMENT naming the field (over HTTP kube-scheduler needs a 200 whose `error` says it).
+Messages are at most `DAGSCHED_MAX_BODY_BYTES` (2 MB), as HTTP bodies.
+
+The server is grpc's asyncio server on an event loop of its own thread, and each RPC runs on that thread: a plan
+holds the planner's lock anyway (one plan at a time per process, as over HTTP), and the sync server's hand-off of
+every call to a worker thread cost more than it saved (benchmarks/bench_grpc.py: p99 of a 20-task plan 10 to 15 %
+over HTTP's with it, level without).
+
+`dagsched serve --grpc-port 50051` serves it; `dagsched.service.rpc.client` has a small client.
+"""
+
+from __future__ import annotations
+
+import functools
+import hmac
+import logging
+from collections.abc import Callable
+from concurrent import futures
+from typing import Any
+
+import grpc
+from fastapi import HTTPException
+from google.protobuf import json_format
+
+from dagsched.model.errors import InputError, parse
+from dagsched.service import k8s
+from dagsched.service.rpc import dagsched_pb2 as pb
+from dagsched.service.rpc import dagsched_pb2_grpc as pb_grpc
+from dagsched.service.schemas import EventRequest, ScheduleRequest
+
+log = logging.getLogger("dagsched.service")
+
+_HTTP_CODES = {
+    400: grpc.StatusCode.INVALID_ARGUMENT,
+    401: grpc.StatusCode.UNAUTHENTICATED,
+    403: grpc.StatusCode.PERMISSION_DENIED,
+    404: grpc.StatusCode.NOT_FOUND,
+    409: grpc.StatusCode.FAILED_PRECONDITION,
+    413: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    422: grpc.StatusCode.INVALID_ARGUMENT,
+}
+
+
+def _handler(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Run an RPC on the server's event loop thread (the planning it does is serialised by the planner's lock
+    anyway, and a thread hop per call cost more than it saved); turn the HTTP API's errors into their status codes,
+    and count every call by its code."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    async def call(self: SchedulerService, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        code, details = grpc.StatusCode.OK, ""
+        try:
+            return method(self, request, context)
+        except InputError as err:
+            code, details = grpc.StatusCode.INVALID_ARGUMENT, str(err) if err.field else err.fault
+        except k8s.ExtenderInputError as err:
+            code, details = grpc.StatusCode.INVALID_ARGUMENT, str(err)
+        except HTTPException as err:
+            code, details = _HTTP_CODES.get(err.status_code, grpc.StatusCode.UNKNOWN), str(err.detail)
+        except Exception as err:  # noqa: BLE001  (as the HTTP API's 500: said, logged, never a crash)
+            log.exception("gRPC %s failed", name)
+            code, details = grpc.StatusCode.INTERNAL, f"internal error: {type(err).__name__}: {err}"
+        finally:
+            self.state.metrics.grpc_requests.labels(method=name, code=code.name).inc()
+        await context.abort(code, details)
+
+    return call
+
+
+def _struct(value: Any) -> Any:
+    """A google.protobuf.Struct as plain data: what the HTTP route receives as JSON."""
+    return {k: _value(v) for k, v in value.fields.items()}
+
+
+def _value(v: Any) -> Any:
+    kind = v.WhichOneof("kind")
+    if kind == "struct_value":
+        return {k: _value(x) for k, x in v.struct_value.fields.items()}
+    if kind == "list_value":
+        return [_value(x) for x in v.list_value.values]
+    if kind == "number_value":
+        return v.number_value
+    if kind == "string_value":
+        return v.string_value
+    if kind == "bool_value":
+        return v.bool_value
+    return None
+
+
+def _task(t: pb.Task) -> dict[str, Any]:
+    """A Task message as the native format's task."""
+    resources: dict[str, Any] = {"mem": t.mem, "gpu": t.gpu}
+    if t.HasField("cpu"):
+        resources["cpu"] = t.cpu
+    out: dict[str, Any] = {
+        "id": t.id,
+        "runtime": t.runtime,
+        "resources": resources,
+        "dependencies": [{"task": d.task, "data": d.data} for d in t.dependencies],
+        "priority": t.priority,
+        "critical": t.critical,
+    }
+    if t.HasField("deadline"):
+        out["deadline"] = t.deadline
+    if t.labels:
+        out["labels"] = dict(t.labels)
+    if t.costs:
+        out["costs"] = dict(t.costs)
+    return out
+
+
+def _workflow(request: pb.ScheduleRequest) -> dict[str, Any]:
+    """The request's workflow as the JSON /v1/schedule receives."""
+    which = request.WhichOneof("input")
+    if which == "document":
+        return _struct(request.document)
+    if which is None:
+        raise InputError("workflow", "required: a Workflow, or a document (native or WfFormat)")
+    w = request.workflow
+    out: dict[str, Any] = {"name": w.name, "tasks": [_task(t) for t in w.tasks]}
+    if w.HasField("deadline"):
+        out["deadline"] = w.deadline
+    if w.labels:
+        out["labels"] = dict(w.labels)
+    return out
+
+
+def _node(n: pb.NodeState) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": n.id, "cpu": n.cpu, "mem": n.mem, "gpu": n.gpu, "price_per_hour": n.price_per_hour}
+    if n.HasField("speed"):
+        out["speed"] = n.speed
+    if n.HasField("bandwidth"):
+        out["bandwidth"] = n.bandwidth
+    if n.HasField("free"):
+        out["free"] = {"cpu": n.free.cpu, "mem": n.free.mem, "gpu": n.free.gpu}
+    if n.labels:
+        out["labels"] = dict(n.labels)
+    return out
+
+
+def plan_message(r: dict[str, Any]) -> pb.Plan:
+    """A /v1/schedule response as a Plan message (filled in place: several times faster than nested constructors)."""
+    msg = pb.Plan(
+        plan_id=r["plan_id"],
+        scheduler=r["scheduler"],
+        fallback=r["fallback"],
+        makespan=r["makespan"],
+        cost=r["cost"],
+        requested_scheduler=r["requested_scheduler"],
+        workflow=r["workflow"],
+        notes=r["notes"],
+        root_id=r["root_id"] or r["plan_id"],
+    )
+    add = msg.assignments.add
+    for a in r["assignments"]:
+        e = a["evidence"]
+        ev = add(task=a["task"], node=a["node"], start=a["start"], finish=a["finish"]).evidence
+        ev.score = e["score"]
+        alternative, rejection = ev.alternatives.add, ev.rejected.add
+        for x in e["alternatives"]:
+            alternative(node=x["node"], score=x["score"], start=x["start"], finish=x["finish"], chosen=x["chosen"])
+        for x in e["rejected"]:
+            rejection(node=x["node"], constraint=x["constraint"])
+        ev.terms.update(e["terms"])
+        if e.get("calibration"):
+            ev.calibration.CopyFrom(pb.AssignmentCalibration(**e["calibration"]))
+    for x in r["rejected_nodes"]:
+        msg.rejected_nodes.add(node=x["node"], constraint=x["constraint"])
+    for key in ("fallback_reason", "model_version", "arm", "canary"):
+        if r.get(key) is not None:
+            setattr(msg, key, r[key])
+    msg.objective.update(r["objective"])
+    if r.get("calibration"):
+        msg.calibration.update(r["calibration"])
+    return msg
+
+
+class SchedulerService(pb_grpc.SchedulerServicer):
+    """The RPCs, on one service process's state."""
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+        self.background = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="dagsched-grpc-after")
+
+    @_handler
+    def Schedule(self, request: pb.ScheduleRequest, context: grpc.aio.ServicerContext) -> pb.Plan:  # noqa: N802
+        from dagsched.service.routes.schedule import after_plan, plan_and_save
+
+        data: dict[str, Any] = {"workflow": _workflow(request), "nodes": [_node(n) for n in request.nodes]}
+        if request.scheduler:
+            data["scheduler"] = request.scheduler
+        if request.HasField("weights"):
+            data["weights"] = json_format.MessageToDict(
+                request.weights, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+            )
+        body = parse(ScheduleRequest, data)
+        config = self.state.config
+        planned, _ = plan_and_save(self.state, body, config)
+        for task in after_plan(self.state, planned, config):
+            self.background.submit(task)
+        return plan_message(planned.response)
+
+    def _extender_args(self, request: pb.ExtenderArgs) -> dict[str, Any]:
+        args: dict[str, Any] = {"pod": _struct(request.pod) if request.HasField("pod") else None}
+        if request.HasField("nodes"):
+            args["nodes"] = _struct(request.nodes)
+        else:
+            args["nodenames"] = list(request.nodenames)
+        return args
+
+    @_handler
+    def Filter(self, request: pb.ExtenderArgs, context: grpc.aio.ServicerContext) -> pb.FilterResult:  # noqa: N802
+        try:
+            result = k8s.filter_nodes(self._extender_args(request), self.state.config.compiled_rules)
+        except Exception:
+            self.state.metrics.count_k8s("filter", "error")
+            raise
+        self.state.metrics.count_k8s("filter", "ok")
+        msg = pb.FilterResult(
+            nodenames=result["nodenames"] or [],
+            failed_nodes=result["failedNodes"],
+            failed_and_unresolvable_nodes=result["failedAndUnresolvableNodes"],
+            error=result["error"],
+        )
+        if result["nodes"] is not None:
+            msg.nodes.update(result["nodes"])
+        return msg
+
+    @_handler
+    def Prioritize(self, request: pb.ExtenderArgs, context: grpc.aio.ServicerContext) -> pb.HostPriorityList:  # noqa: N802
+        args = self._extender_args(request)
+        try:
+            task = k8s.pod_task(args["pod"])
+            planned = self.state.store.planned_node(task["workflow"], task["id"])
+            result = k8s.prioritize(args, self.state.config.compiled_rules, planned, task)
+        except Exception:
+            self.state.metrics.count_k8s("prioritize", "error")
+            raise
+        self.state.metrics.count_k8s("prioritize", "ok")
+        return pb.HostPriorityList(priorities=[pb.HostPriority(host=h["host"], score=h["score"]) for h in result])
+
+    @_handler
+    def Explain(self, request: pb.ExplainRequest, context: grpc.aio.ServicerContext) -> pb.Explanation:  # noqa: N802
+        from dagsched.service.routes.plans import explain
+        from dagsched.service.schemas import ExplainResponse
+
+        if not request.plan_id:
+            raise InputError("plan_id", "required")
+        out = explain(request.plan_id, self.state, request.task if request.HasField("task") else None)
+        data = ExplainResponse.model_validate(out).model_dump(mode="json")  # as the HTTP route answers it
+        msg = pb.Explanation(plan_id=request.plan_id, scheduler=data["scheduler"])
+        msg.explanation.update(data)
+        return msg
+
+    @_handler
+    def Health(self, request: pb.HealthRequest, context: grpc.aio.ServicerContext) -> pb.HealthReply:  # noqa: N802
+        problem = self.state.ping_store()
+        current = self.state.models.current
+        msg = pb.HealthReply(ready=problem is None, status="ready" if problem is None else "not ready")
+        msg.store = problem or "ok"
+        if current is not None:
+            msg.model = current.version
+        return msg
+
+    @_handler
+    def ReportEvent(self, request: pb.Event, context: grpc.aio.ServicerContext) -> pb.EventReply:  # noqa: N802
+        from dagsched.service.routes.events import post_event
+
+        self._authorize(context)
+        data: dict[str, Any] = {"plan_id": request.plan_id, "kind": request.kind, "at": request.at}
+        for key in ("task", "node", "elapsed_s"):
+            if request.HasField(key):
+                data[key] = getattr(request, key)
+        out = post_event(parse(EventRequest, data), self.state)
+        msg = pb.EventReply(
+            plan_id=out["plan_id"],
+            root_id=out["root_id"],
+            replanned=out["replanned"],
+            reason=out["reason"],
+            migrated=out["migrated"],
+        )
+        msg.changed.update({"changed": out["changed"]})
+        return msg
+
+    def _authorize(self, context: grpc.aio.ServicerContext) -> None:
+        """The HTTP API's bearer token, from the call's `authorization` metadata."""
+        token = self.state.settings.api_token
+        if token is None:
+            raise HTTPException(403, "mutating calls are disabled: set DAGSCHED_API_TOKEN on the server")
+        header = dict(context.invocation_metadata()).get("authorization", "")
+        scheme, _, given = str(header).partition(" ")
+        if scheme.lower() != "bearer" or not given:
+            raise HTTPException(401, "missing bearer token (metadata authorization: Bearer <token>)")
+        if not hmac.compare_digest(given.strip().encode(), token.get_secret_value().encode()):
+            raise HTTPException(401, "wrong bearer token")
+
+
+class Server:
+    """The gRPC server of one process, on an event loop of its own thread."""
+
+    def __init__(self, state: Any, host: str, port: int) -> None:
+        import asyncio
+        import threading
+
+        self.loop = asyncio.new_event_loop()
+        self.port = 0
+        started = threading.Event()
+        failure: list[BaseException] = []
+
+        async def serve() -> None:
+            limit = state.settings.max_body_bytes
+            self.server = grpc.aio.server(
+                options=[("grpc.max_receive_message_length", limit), ("grpc.so_reuseport", 1)]
+            )
+            pb_grpc.add_SchedulerServicer_to_server(SchedulerService(state), self.server)
+            self.port = self.server.add_insecure_port(f"{host}:{port}")
+            await self.server.start()
+
+        def run() -> None:
+            asyncio.set_event_loop(self.loop)
+            try:
+                self.loop.run_until_complete(serve())
+            except BaseException as err:  # noqa: BLE001  (handed to the starting thread)
+                failure.append(err)
+                started.set()
+                return
+            started.set()
+            self.loop.run_forever()
+
+        self.thread = threading.Thread(target=run, name="dagsched-grpc", daemon=True)
+        self.thread.start()
+        started.wait(60)
+        if failure or not self.port:
+            raise RuntimeError(f"gRPC: cannot listen on {host}:{port}: {failure[0] if failure else 'port in use'}")
+        log.info("gRPC on %s:%d", host, self.port)
+
+    def stop(self, grace: float = 2.0) -> None:
+        import asyncio
+
+        asyncio.run_coroutine_threadsafe(self.server.stop(grace), self.loop).result(timeout=grace + 10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+
+
+def start(state: Any, host: str, port: int) -> Server:
+    """Serve the RPCs on host:port (0: a free port; `server.port` says which) for one process's state."""
+    return Server(state, host, port)

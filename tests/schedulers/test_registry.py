@@ -1,0 +1,89 @@
+"""Schedulers are found from their package: a scheduler added in one new file under `dagsched/schedulers/` is
+listed by `dagsched schedulers` and runs by name with no other edit; two schedulers cannot share a name."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import dagsched
+from dagsched.schedulers import register, registered_names
+from dagsched.schedulers.base import _REGISTRY
+from dagsched.schedulers.fcfs import FCFS
+
+NEWCOMER = '''"""Newcomer: starts the lowest-numbered ready task on the first node it can start on."""
+
+from dagsched.schedulers.base import register
+from dagsched.sim.decision import Decision, DecisionPoint, Scheduler
+
+
+@register
+class Newcomer(Scheduler):
+    name = "newcomer"
+    uses_seed = False
+
+    def decide(self, dp: DecisionPoint) -> Decision:
+        free = dp.free.copy()
+        out = []
+        for t in dp.ready_tasks():
+            for nd in range(dp.cp.n_nodes):
+                if dp.can_start(t, nd, free):
+                    free[nd] -= dp.request(t)
+                    out.append((t, nd))
+                    break
+        return Decision(out)
+'''
+
+RUN = (
+    "from dagsched.generate import cluster_preset, generate_workflow\n"
+    "from dagsched.model import Problem, compile_problem\n"
+    "from dagsched.schedulers import simulate\n"
+    "cp = compile_problem(Problem(workflows=[generate_workflow('layered', 20, seed=1)], "
+    "cluster=cluster_preset('small-3')))\n"
+    "r = simulate(cp, 'newcomer')\n"
+    "print(r.valid, len(r.trace.attempts))\n"
+)
+
+
+def _run(root: Path, *args: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, *args], env=env, cwd=root, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_scheduler_in_one_new_file_is_listed_and_runs(tmp_path: Path) -> None:
+    """A copy of the package with one file added, and nothing else edited, lists and runs the new scheduler."""
+    package = Path(dagsched.__file__).parent
+    copy = tmp_path / "dagsched"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    cli = ("-c", "from dagsched.cli import app; app()", "schedulers")
+    before = _run(tmp_path, *cli).split()
+    assert "newcomer" not in before and "heft" in before
+    (copy / "schedulers" / "newcomer.py").write_text(NEWCOMER)
+    after = _run(tmp_path, *cli).split()
+    assert sorted(after) == sorted([*before, "newcomer"])
+    assert _run(tmp_path, "-c", RUN).split() == ["True", "20"]
+
+
+def test_every_module_of_the_package_is_imported() -> None:
+    """No list to keep: every module under schedulers/ is imported by the package, registering or not."""
+    package = Path(dagsched.__file__).parent / "schedulers"
+    for path in package.glob("*.py"):
+        if path.stem != "__init__":
+            assert f"dagsched.schedulers.{path.stem}" in sys.modules, path.name
+    assert {"heft", "fcfs", "srpt_hold", "mcts"} <= set(registered_names())
+
+
+def test_two_schedulers_cannot_share_a_name() -> None:
+    class Impostor(FCFS):
+        name = "fcfs"
+
+    with pytest.raises(ValueError, match="two schedulers named 'fcfs'"):
+        register(Impostor)
+    assert _REGISTRY["fcfs"] is FCFS

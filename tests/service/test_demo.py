@@ -1,0 +1,31 @@
+"""The demo client fills a running service with plans and ends by printing where the dashboard is."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from dagsched.service import demo
+from dagsched.service.app import create_app
+from dagsched.service.settings import Settings
+
+
+def test_the_demo_plans_and_ends_with_the_dashboards_address(
+    make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with TestClient(create_app(make_settings())) as service:
+
+        def client(base_url: str, timeout: float) -> Any:  # the demo's HTTP client, talking to this service
+            return TestClient(service.app, base_url=base_url)
+
+        monkeypatch.setattr(demo.httpx, "Client", client)
+        demo.main(["--url", "http://testserver/", "--count", "2", "--executed", "0"])
+        lines = capsys.readouterr().out.strip().splitlines()
+        assert len(lines) == 4 and "makespan" in lines[0] and "makespan" in lines[1]
+        assert lines[-1] == "dashboard: http://testserver/ui/"
+        page = service.get("/ui/")
+        assert page.status_code == 200 and "<html" in page.text.lower()
+        assert service.get("/v1/decisions").json()["count"] > 0
