@@ -10,7 +10,6 @@ from typing import Annotated, Optional
 import typer
 
 from dagsched.console import comma_list
-from dagsched.schedulers.drl_plan import RISK
 
 
 def _stages(spec: str) -> tuple[tuple[int, int], ...]:
@@ -169,39 +168,6 @@ def register(app: typer.Typer) -> None:
         typer.echo(
             f"policy written to {record['weights']} in {record['wall_time_s']} s; "
             f"validation makespan / HEFT {record['validation_makespan_over_heft']:.3f}"
-        )
-
-    @app.command("train-node-rule")
-    def train_node_rule(
-        model_out: Annotated[Path, typer.Option(help="stem of the rule's files (.safetensors + .json)")] = Path(
-            "runs/node-rule/node-rule"
-        ),
-        seed: Annotated[int, typer.Option(help="seed of everything")] = 0,
-        rounds: Annotated[int, typer.Option(help="DAgger rounds", min=1)] = 6,
-        problems_per_round: Annotated[int, typer.Option(help="workflows planned per round", min=1)] = 150,
-        candidates: Annotated[int, typer.Option(help="earliest-finish nodes offered per task", min=2)] = 4,
-        risk: Annotated[
-            float, typer.Option(help="drl_plan completes a choice's plans when the non-HEFT nodes get this belief")
-        ] = RISK,
-        tb_dir: Annotated[Optional[Path], typer.Option(help="TensorBoard log folder")] = None,  # noqa: UP045
-    ) -> None:
-        """Train the node rule of `drl_plan` by DAgger on `heft_lookahead`'s labels (classic mode, CPU, minutes)."""
-        from dagsched.rl.node_rule import NodeRuleConfig
-        from dagsched.rl.node_rule import train_node_rule as run
-
-        if not 0.0 <= risk < 1.0:
-            raise typer.BadParameter(f"--risk must be in [0, 1), got {risk}")
-        cfg = NodeRuleConfig(
-            seed=seed, rounds=rounds, problems_per_round=problems_per_round, candidates=candidates, risk=risk
-        )
-        from dagsched.rl.train import main_command
-
-        rule = run(cfg, tb_dir=tb_dir)
-        rule.meta["command"] = main_command()
-        rule.save(model_out)
-        typer.echo(
-            f"node rule written to {model_out}.safetensors in {rule.meta['train_seconds']:.0f} s; validation makespan"
-            f" / HEFT {rule.meta['best_validation_vs_heft']:.4f}"
         )
 
     @app.command()

@@ -26,10 +26,6 @@ PRIORITY_CURVES = (
     ("best_sample_vs_heft", "training problems, best sample / HEFT"),
     ("entropy", "mean entropy of a choice"),
 )
-NODE_RULE_CURVES = (
-    ("validation_vs_heft", "validation makespan / HEFT (drl_plan)"),
-    ("validation_looked_share", "share of choices completed"),
-)
 
 
 def plot_training(meta_path: str | Path, out_png: str | Path) -> list[str]:
@@ -42,9 +38,6 @@ def plot_training(meta_path: str | Path, out_png: str | Path) -> list[str]:
     meta: dict[str, Any] = json.loads(Path(meta_path).read_text())
     curves, title = CURVES, meta.get("training", {}).get("algorithm", "")
     history = meta.get("training", {}).get("history", [])
-    if meta.get("kind") == "node_rule":  # dagsched train-node-rule's record
-        curves, title = NODE_RULE_CURVES, "node rule, DAgger on heft_lookahead's labels"
-        history = [dict(h, phase="DAgger") for h in meta.get("history", [])]
     if meta.get("format") == "dagsched-priority-policy":  # dagsched train-priority's record
         curves = PRIORITY_CURVES
         history = [dict(h, phase=meta["training"].get("config", {}).get("method", "train")) for h in history]

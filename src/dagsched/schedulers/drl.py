@@ -2,7 +2,7 @@
 
 Registered as `drl_step`: the product's `drl` is now the learned priority planner (`schedulers.priority_sampling`,
 docs/planner.md), never longer than HEFT on predicted runtimes where this policy was 1.028 x HEFT on held-out
-workflows (docs/policy.md); it stays for MCTS's priors, drl_plan, the explanations of its decisions and
+workflows (docs/policy.md); it stays for MCTS's priors, the explanations of its decisions and
 fine-tuning, which use its network.
 
 What it does: at each decision point it reads the state at its exact sizes (no padding;

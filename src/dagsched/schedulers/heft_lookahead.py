@@ -5,19 +5,15 @@ earliest (insertion policy, as HEFT), completes the plan from each with HEFT its
 whose completed plan ends first. HEFT's own node is always a candidate, and completing from it
 reproduces the HEFT plan that the previous step scored, so the planned makespan never rises from one
 step to the next and never ends above HEFT's plan (a rollout's cost-improvement property); that holds
-too where a choice is not looked at (`worth_looking`) or the budget is spent, since the task then takes
-HEFT's node. Ties keep the earlier-finishing node. The bound is on the plan: in classic mode the run is
+too once the budget is spent, since the task then takes HEFT's node. Ties keep the earlier-finishing node. The bound is on the plan: in classic mode the run is
 the plan, in cloud mode runtimes differ from the estimates and the dispatcher re-plans.
 
 O(k v^2 p) against HEFT's O(v^2 p), so the lookahead stops once the completions of a run (its first plan
 and any re-plans) have placed `max_placements` tasks (a budget that is deterministic, unlike a time
-budget) and from there plans as HEFT. The teacher of the learned node rule (`drl_plan`, which looks only
-where the rule expects HEFT's node to be wrong).
+budget) and from there plans as HEFT.
 """
 
 from __future__ import annotations
-
-from typing import NamedTuple
 
 import numpy as np
 
@@ -27,17 +23,6 @@ from dagsched.schedulers.heft import HEFT
 from dagsched.schedulers.static import PlanState, earliest_finish
 from dagsched.sim.decision import DecisionPoint
 from dagsched.sim.slots import NodeTimeline, Timelines
-
-
-class Choice(NamedTuple):
-    """What the planner knows when it places a task: per node (inf where it cannot go) and of the plan."""
-
-    start: np.ndarray
-    finish: np.ndarray
-    arrival: np.ndarray  # when the task's inputs would be on each node
-    last_use: np.ndarray  # when each node's planned use ends
-    node_of: np.ndarray  # where each task runs or is planned (-1: not yet)
-    plan_end: float  # when what is planned so far ends
 
 
 def nearest_nodes(finish: np.ndarray, k: int) -> np.ndarray:
@@ -82,33 +67,21 @@ class HEFTLookahead(HEFT):
         self.left = self.max_placements
         self.looked = self.choices = 0  # choices of two or more nodes; those the plan was completed for
 
-    def worth_looking(self, t: int, nodes: np.ndarray, choice: Choice) -> np.ndarray:
-        """Which of `nodes` to complete the plan from (HEFT's, nodes[0], first); all of them here."""
-        return nodes
-
-    def looked_at(self, t: int, tried: np.ndarray, ends: list[float], choice: Choice) -> int:
-        """The node t goes on once the plan was completed from each of `tried`: the first that ends earliest
-        (a trainer overrides this to record the labels and act as DAgger says)."""
+    def looked_at(self, t: int, tried: np.ndarray, ends: list[float]) -> int:
+        """The node t goes on once the plan was completed from each of `tried`: the first that ends earliest."""
         return int(tried[int(np.argmin(ends))])
 
     def plan_tasks(self, dp: DecisionPoint, tasks: list[int], lines: list[NodeTimeline], state: PlanState) -> None:
         timelines = lines if isinstance(lines, Timelines) else Timelines(lines)
         order = self.in_rank_order(tasks)
-        plan_end = state.end_s(dp.now)
         for i, t in enumerate(order):
-            arrival = state.arrival_s(t)
-            start, finish = earliest_finish(dp, timelines, t, arrival)
+            start, finish = earliest_finish(dp, timelines, t, state.arrival_s(t))
             nodes = nearest_nodes(finish, self.candidates)
             nd = int(nodes[0]) if len(nodes) else int(np.argmin(finish))  # none: HEFT's unplaced case
             self.choices += len(nodes) > 1
             if len(nodes) > 1 and self.left >= len(nodes) * (len(order) - i):
-                choice = Choice(start, finish, arrival, timelines.last_use, state.node, plan_end)
-                tried = self.worth_looking(t, nodes, choice)
-                if len(tried) > 1:
-                    ends = [heft_completion_s(dp, timelines, state, order[i:], int(n), float(start[n])) for n in tried]
-                    nd = self.looked_at(t, tried, ends, choice)
-                    self.left -= len(tried) * (len(order) - i)
-                    self.looked += 1
+                ends = [heft_completion_s(dp, timelines, state, order[i:], int(n), float(start[n])) for n in nodes]
+                nd = self.looked_at(t, nodes, ends)
+                self.left -= len(nodes) * (len(order) - i)
+                self.looked += 1
             self.assign(timelines, state, t, nd, float(start[nd]))
-            if np.isfinite(finish[nd]):
-                plan_end = max(plan_end, float(finish[nd]))
