@@ -16,20 +16,17 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import grpc
 
-from bench_service import _free_port, _policy, _server_cpu_s, wait_ready
 from dagsched.service.demo import sample_nodes, sample_workflow
 from dagsched.service.rpc import dagsched_pb2 as pb
 from dagsched.service.rpc.client import schedule_request
+from kit import free_port, served_model, server_cpu_s, start_server, wait_ready
 
 SCHEDULE = "/dagsched.v1.Scheduler/Schedule"
 
@@ -46,14 +43,11 @@ def main() -> None:
     grpc_body = schedule_request(body).SerializeToString()
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
-        stem, _ = _policy(tmp)
-        port, grpc_port = _free_port(), _free_port()
-        env = dict(os.environ, DAGSCHED_MODEL_DIR=str(tmp / "models"), DAGSCHED_ENVIRONMENT="bench")
-        cmd = [
-            sys.executable, "-m", "dagsched.service.cli", "serve", "--port", str(port), "--log-level", "warning",
-            "--store", f"sqlite:///{tmp / 'bench.sqlite'}", "--model", str(stem), "--grpc-port", str(grpc_port),
-        ]  # fmt: skip
-        proc = subprocess.Popen(cmd, env=env)
+        stem, _ = served_model()
+        grpc_port = free_port()
+        proc, port = start_server(
+            f"sqlite:///{tmp / 'bench.sqlite'}", stem, tmp / "models", "--grpc-port", str(grpc_port)
+        )
         try:
             wait_ready(proc, port, "/readyz")
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
@@ -86,13 +80,13 @@ def main() -> None:
             cpu: dict[str, float] = dict.fromkeys(calls, 0.0)
             for _ in range(args.rounds):
                 for name, call in calls.items():
-                    cpu0, t_block = _server_cpu_s(proc.pid), time.perf_counter()
+                    cpu0, t_block = server_cpu_s(proc.pid), time.perf_counter()
                     for _ in range(args.calls):
                         t0 = time.perf_counter()
                         call()
                         lat[name].append(time.perf_counter() - t0)
                     wall[name] += time.perf_counter() - t_block
-                    cpu[name] += _server_cpu_s(proc.pid) - cpu0
+                    cpu[name] += server_cpu_s(proc.pid) - cpu0
             print(
                 f"20-task {body['workflow']['name']} on hetero-16 by {first.scheduler} "
                 f"(makespan {first.makespan:.1f} s), one server process, one client, "

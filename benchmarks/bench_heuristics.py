@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from types import ModuleType
 
-from dagsched.bench.suites import CLASSIC, CLOUD, Mode, ProblemSpec, _trace, real_traces, wfinstances_root
+from dagsched.bench.suites import CLASSIC, CLOUD, Mode, ProblemSpec, real_traces, trace_spec, wfinstances_root
 from dagsched.model import CompiledProblem
 from dagsched.schedulers import make_scheduler, simulate
 from dagsched.schedulers.base import Scheduler
@@ -45,7 +45,7 @@ def problems(quick: bool) -> list[tuple[str, ProblemSpec, Mode]]:
     montage = [e for e in real_traces() if name in e.file]
     if montage:
         e = montage[0]
-        out.append((f"{name} ({e.n_tasks}) @ hetero-16", _trace(e, wfinstances_root(), "hetero-16"), CLASSIC))
+        out.append((f"{name} ({e.n_tasks}) @ hetero-16", trace_spec(e, wfinstances_root(), "hetero-16"), CLASSIC))
     return out
 
 

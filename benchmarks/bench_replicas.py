@@ -19,20 +19,15 @@ import multiprocessing as mp
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-from bench_service import CALLS_PER_CONNECTION, _calls, _free_port, _policy, wait_ready
 from dagsched.service.demo import sample_nodes, sample_workflow
+from kit import CALLS_PER_CONNECTION, sequential_calls, served_model, start_server, wait_ready
 
 
 def _start(store: str, stem: Path, tmp: Path, name: str) -> tuple[subprocess.Popen, int]:
-    port = _free_port()
-    env = dict(os.environ, DAGSCHED_MODEL_DIR=str(tmp / name), DAGSCHED_ENVIRONMENT="bench")
-    cmd = [sys.executable, "-m", "dagsched.service.cli", "serve", "--port", str(port), "--log-level", "warning",
-           "--store", store, "--model", str(stem)]  # fmt: skip
-    proc = subprocess.Popen(cmd, env=env)
+    proc, port = start_server(store, stem, tmp / name)
     wait_ready(proc, port)
     return proc, port
 
@@ -40,7 +35,7 @@ def _start(store: str, stem: Path, tmp: Path, name: str) -> tuple[subprocess.Pop
 def _run(pool, ports: list[int], body: bytes, n: int, concurrency: int) -> tuple[float, list[float]]:
     shares = [n // concurrency + (i < n % concurrency) for i in range(concurrency)]
     jobs = [(ports[i % len(ports)], "/v1/schedule", body, k, CALLS_PER_CONNECTION) for i, k in enumerate(shares)]
-    parts = pool.starmap(_calls, jobs)
+    parts = pool.starmap(sequential_calls, jobs)
     lat = [x for p in parts for x in p[0]]
     return n / (max(p[2] for p in parts) - min(p[1] for p in parts)), lat
 
@@ -57,7 +52,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_s, mp.get_context("spawn").Pool(args.concurrency) as pool:
         tmp = Path(tmp_s)
         store = args.store or f"sqlite:///{tmp / 'shared.sqlite'}"
-        stem, note = _policy(tmp)
+        stem, note = served_model()
         print(f"20-task {wf['name']} on hetero-16; policy {note}; store {store.split('@')[-1]}; "
               f"{args.concurrency} client processes; {os.cpu_count()} CPUs")  # fmt: skip
         servers = [_start(store, stem, tmp, name) for name in ("r1", "r2")]

@@ -13,20 +13,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from bench_service import _Client, _free_port, _policy, _server_rss, _tree, wait_ready
 from dagsched.service.demo import extender_args, sample_nodes, sample_workflow
+from kit import Client, process_tree, served_model, server_rss_mib, start_server, wait_ready
 
 
 def _fds(pid: int) -> int:
-    return sum(len(os.listdir(f"/proc/{p}/fd")) for p in _tree(pid))
+    return sum(len(os.listdir(f"/proc/{p}/fd")) for p in process_tree(pid))
 
 
 def _store_mib(store: str, tmp: Path) -> float:
@@ -53,26 +51,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
         store = args.store or f"sqlite:///{tmp / 'soak.sqlite'}"
-        stem, note = _policy(tmp)
-        port = _free_port()
-        env = dict(os.environ, DAGSCHED_MODEL_DIR=str(tmp / "models"), DAGSCHED_ENVIRONMENT="soak")
-        cmd = [sys.executable, "-m", "dagsched.service.cli", "serve", "--port", str(port), "--log-level", "warning",
-               "--store", store, "--model", str(stem)]  # fmt: skip
-        proc = subprocess.Popen(cmd, env=env)
+        stem, note = served_model()
+        proc, port = start_server(store, stem, tmp / "models", environment="soak")
         try:
             wait_ready(proc, port, "/healthz")
             time.sleep(2)
             print(f"soak: {args.minutes:g} min at {args.rate:g} calls/s (plans heft+drl and prioritize, 1:1); "
                   f"policy {note}; store {store.split('@')[-1]}")  # fmt: skip
             print(f"{'min':>5} {'calls':>7} {'RSS MiB':>8} {'fds':>5} {'store MiB':>9} {'p50 ms':>7} {'p99 ms':>7}")
-            client = _Client(port)
+            client = Client(port)
             start = time.monotonic()
             next_sample = start
             calls, lat, samples = 0, [], []
             while True:
                 now = time.monotonic()
                 if now >= next_sample:
-                    rss, _ = _server_rss(proc.pid)
+                    rss, _ = server_rss_mib(proc.pid)
                     q = np.percentile(lat, [50, 99]) * 1e3 if lat else [float("nan")] * 2
                     samples.append(((now - start) / 60, rss))
                     print(f"{(now - start) / 60:5.1f} {calls:7d} {rss:8.1f} {_fds(proc.pid):5d} "
@@ -84,7 +78,7 @@ def main() -> None:
                 path, body = bodies[calls % len(bodies)]
                 if calls and calls % 10 == 0:
                     client.conn.close()
-                    client = _Client(port)
+                    client = Client(port)
                 t0 = time.perf_counter()
                 status, text = client.post(path, body)
                 lat.append(time.perf_counter() - t0)

@@ -10,7 +10,7 @@ achieved makespan; the paired ratio calibrated / uncalibrated with a 95 % bootst
 workflows, the calibrated prediction of every (task, node) pair of a new workflow against the truth, and the
 factors learned. Prints; asserts nothing.
 
-    .venv/bin/python benchmarks/bench_calibration.py --workflows 30 --noise-cv 0.1
+    .venv/bin/python benchmarks/experiments/calibration_under_drift.py --workflows 30 --noise-cv 0.1
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ before ES: is the RL stage worth it?); `drl_stream-nohold` (the shipped weights,
 `drl_stream@PATH` for other weights. `--mix traces` is a mix where the real WfCommons traces dominate (70 % of
 the workflows; the default mix has 10 %). Prints; asserts nothing.
 
-    .venv/bin/python benchmarks/bench_stream_index.py --workflows 150 --load 0.85 --arrival bursty \
+    .venv/bin/python benchmarks/experiments/dispatch_index_held_out.py --workflows 150 --load 0.85 --arrival bursty \
         --seeds 201,202,203,204,205,206,207,208,209,210 \
         --variants drl_stream,drl_stream@imitation,drl_stream-nohold,srpt_hold,fair
 """
@@ -25,8 +25,8 @@ from collections import defaultdict
 from typing import Any
 
 import numpy as np
+from held_out_streams import generated_streams, stream_arguments
 
-from bench_stream_decode import generated_streams, stream_arguments
 from dagsched.bench.stats import bootstrap_ci
 from dagsched.generate.streams import MIXES, Source
 from dagsched.model import compile_problem

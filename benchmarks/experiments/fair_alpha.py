@@ -5,7 +5,7 @@ Runs `fair` with each alpha of a grid on streams of the default mix that the ben
 steady-state completion time per alpha and its geometric-mean ratio to the best alpha on each stream.
 `dagsched.schedulers.fair.ALPHA` is the winner of this grid. Prints; asserts nothing.
 
-Run: .venv/bin/python benchmarks/bench_fair_alpha.py [--workflows 100] [--alphas -2,-1,-0.5,0,0.5,1]
+Run: .venv/bin/python benchmarks/experiments/fair_alpha.py [--workflows 100] [--alphas -2,-1,-0.5,0,0.5,1]
 """
 
 from __future__ import annotations
@@ -15,10 +15,23 @@ import math
 
 import numpy as np
 
-from dagsched.bench.runner import run_cell
-from dagsched.bench.suites import SHARED, _stream
-from dagsched.schedulers import fair
-from dagsched.schedulers.base import _REGISTRY
+from dagsched.bench.suites import SHARED, ProblemSpec
+from dagsched.schedulers import fair, simulate
+from dagsched.sim.metrics import stream_metrics
+
+
+def stream(cluster: str, n_workflows: int, arrival: str, seed: int) -> ProblemSpec:
+    """A stream of the default mix at load 0.85, as the shared suite builds its own."""
+    return ProblemSpec(
+        "stream",
+        arrival,
+        cluster,
+        gen_seed=seed,
+        cluster_id=cluster,
+        load=0.85,
+        arrival=arrival,
+        n_workflows=n_workflows,
+    )
 
 
 def main() -> None:
@@ -28,7 +41,7 @@ def main() -> None:
     args = parser.parse_args()
     alphas = [float(a) for a in args.alphas.split(",")]
     specs = [
-        _stream(cluster, args.workflows, 0.85, arrival, seed)
+        stream(cluster, args.workflows, arrival, seed)
         for cluster in ("homog-8", "hetero-16")
         for arrival in ("poisson", "bursty")
         for seed in (101, 102)
@@ -37,11 +50,11 @@ def main() -> None:
     for i, spec in enumerate(specs):
         cp = spec.build()
         for j, alpha in enumerate(alphas):
-            cls = type(f"Fair{j}", (fair.WeightedFair,), {"name": f"fair_alpha_{j}", "alpha": alpha})
-            _REGISTRY[cls.name] = cls
-            row = run_cell(cp, spec, cls.name, spec.gen_seed or 0, SHARED)
-            assert row["valid"], row["error"]
-            completion[i, j] = row["completion_mean"]
+            scheduler = fair.WeightedFair()
+            scheduler.alpha = alpha
+            result = simulate(cp, scheduler, SHARED.config(), spec.gen_seed or 0)
+            assert result.valid, result.violations[:3]
+            completion[i, j] = stream_metrics(cp, result.trace, SHARED.config()).completion_mean
         print(spec.problem_id, " ".join(f"{x:8.0f}" for x in completion[i]), flush=True)
     ratio = completion / completion.min(axis=1, keepdims=True)
     print(f"\n{'alpha':>6}{'mean completion s':>20}{'geo-mean ratio to best':>25}")

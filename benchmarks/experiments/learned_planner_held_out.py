@@ -23,10 +23,11 @@ and wins/ties/losses. `--curve` runs quality against time per plan beside heft_l
 mcts on a subset (at equal time: drl with the measured time of each searcher as its budget). `--speed`: the
 forward pass's p50/p99, one decode, a whole plan at 1,000 tasks x 100 nodes, beside HEFT's plan.
 
-    .venv/bin/python benchmarks/bench_priority.py --sets literature,ours,cloud --seeds 10 --k 64
-    .venv/bin/python benchmarks/bench_priority.py --sets literature,ours --seeds 5 --first-seed 101 --policy STEM
-    .venv/bin/python benchmarks/bench_priority.py --speed
-    .venv/bin/python benchmarks/bench_priority.py --curve --seeds 10
+    .venv/bin/python benchmarks/experiments/learned_planner_held_out.py --sets literature,ours,cloud --seeds 10 --k 64
+    .venv/bin/python benchmarks/experiments/learned_planner_held_out.py --sets literature,ours --seeds 5 \
+        --first-seed 101 --policy STEM
+    .venv/bin/python benchmarks/experiments/learned_planner_held_out.py --speed
+    .venv/bin/python benchmarks/experiments/learned_planner_held_out.py --curve --seeds 10
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The learned policy on held-out workloads, against the heuristics, by CCR and action space.
+"""The per-decision policy (`drl_step`) and the search planners on held-out single workflows, against the
+heuristics, by CCR and action space.
 
 Classic mode by default (exact runtimes: the policy's choices alone decide the makespan; `--mode cloud` for
 noisy runtimes and failures, simulator seed 1) on two clusters where
@@ -10,22 +11,16 @@ about 2 to 10 times), one per seed. Workloads the policy never trained on: the h
 Per group (CCR, or recipe) it prints each scheduler's mean makespan ratio to HEFT's on the same problem
 with a 95 % bootstrap interval, wins/ties/losses against HEFT, and at the end the mean and worst ratio
 to the best of the heuristics on each problem. The learned policy runs with each action space of
-`dagsched.schedulers.drl.ACTIONS` (one network, decoded three ways; `--actions pair` alone for a dagsched
-that predates them; `ACTION/WAITS`, e.g. `rank_node/idle`, also sets `drl.WAITS`); `online_eft` is the
-ablation of the learned part (`OnlineEFT`). Prints; asserts nothing.
+`dagsched.schedulers.drl.ACTIONS` (one network, decoded three ways; `ACTION/WAITS`, e.g. `rank_node/idle`,
+also sets `drl.WAITS`). Prints; asserts nothing.
 
 With `--search SIMS`, also `mcts` (PUCT with the policy's priors) and `mcts_uct` at the same number of
 simulations per decision (and the seconds each spent, so the time per decision can be read off); with
 `--choose visits,best` both of MCTS's rules for the action played, side by side (`mcts[best]`,
-`mcts[visits]`, ...; default `best` alone, MCTS's default). `--widening` adds the ablations of the guided
-search's widening order: `mcts` with equal priors (it then widens in HEFT's rank order) and `mcts_uct`
-widening in that rank order instead of at random (both with the last rule of `--choose`).
+`mcts[visits]`, ...; default `best` alone, MCTS's default). `--widening` adds `mcts_uct[rank]`, UCT widening
+in HEFT's rank order instead of at random (with the last rule of `--choose`).
 
-The planners (`--planners`, default heft_lookahead,drl_plan): `heft_lookahead` (HEFT's rollout, every
-choice completed), `drl_plan` (completed only where the learned node rule doubts HEFT's node) and, at
-exactly drl_plan's budget on each problem (the task placements its completions made), the same rollout
-unguided: `lookahead@budget` looks at choices in planning order until the budget is spent,
-`random@budget` at each choice with drl_plan's share of looked-at choices on that problem (seeded).
+The planners (`--planners`, default heft_lookahead): `heft_lookahead` is HEFT's rollout over the node choice.
 
 `--alt-policy STEM` adds `mcts[alt]`: the guided search with another policy's priors (`untrained`: a freshly
 initialised network of the shipped model's architecture, torch seed 0), the ablation that says whether the
@@ -35,21 +30,19 @@ fine-tuned policy with the shipped one, paired: `--paired "drl[alt]/drl[rank_nod
 B's on the same problem with a 95 % bootstrap interval and A's wins/ties/losses against B: a paired comparison,
 much tighter than the two schedulers' intervals against HEFT side by side.
 
-Run: .venv/bin/python benchmarks/bench_policy.py [--seeds 10] [--policy STEM] [--actions pair,task_eft,rank_node]
-     [--search 16] [--choose visits,best] [--widening] [--planners heft_lookahead,drl_plan] [--node-rule STEM]
+Run: .venv/bin/python benchmarks/experiments/per_decision_policy_held_out.py [--seeds 10] [--policy STEM]
+     [--actions pair,task_eft,rank_node] [--search 16] [--choose visits,best] [--widening] [--planners heft_lookahead]
      [--alt-policy STEM|untrained] [--paired mcts/mcts_uct,mcts/mcts[alt]]
 """
 
 from __future__ import annotations
 
 import argparse
-import inspect
 import tempfile
 import time
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -57,71 +50,14 @@ from dagsched.generate import cluster_preset, generate_workflow
 from dagsched.generate.clusters import random_cluster
 from dagsched.generate.recipes import recipe_workflow
 from dagsched.model import Problem, compile_problem
-from dagsched.model.compiled import CompiledProblem
-from dagsched.policy.node_rule import NodeRule
 from dagsched.schedulers import simulate
 from dagsched.schedulers.base import make_scheduler
 from dagsched.schedulers.drl import DRLScheduler
-from dagsched.schedulers.drl_plan import DRLPlan
-from dagsched.schedulers.heft_lookahead import Choice, HEFTLookahead
+from dagsched.schedulers.heft_lookahead import HEFTLookahead
 from dagsched.schedulers.mcts import MCTS, MCTSUCT, MCTSConfig
-from dagsched.schedulers.search_common import Pair
 from dagsched.sim.config import SimConfig, mode_settings
-from dagsched.sim.decision import DecisionPoint
-from dagsched.sim.engine import Simulator
 
 HEURISTICS = ("heft", "peft", "cpop", "min_min")
-
-
-class RandomGate(HEFTLookahead):
-    """The rollout looking at each choice with probability `share` (the unguided twin of drl_plan's gate)."""
-
-    def __init__(self, share: float, budget: int, seed: int) -> None:
-        self.share, self.max_placements, self.rng = share, budget, np.random.default_rng(seed)
-
-    def worth_looking(self, t: int, nodes: np.ndarray, choice: Choice) -> np.ndarray:
-        return nodes if self.rng.random() < self.share else nodes[:1]
-
-
-class OnlineEFT(DRLScheduler):
-    """drl's decode without the policy (`--actions online_eft`): the first startable task of the window, on the
-    node that finishes it first over every node, busy ones at their earliest start (a wait for that node, which
-    offers the tasks behind it, when it cannot start the task now). HEFT's rule taken at decision points instead
-    of planned ahead: what the online decision alone costs against HEFT's plan, and what the policy's node choice
-    adds to it."""
-
-    def reset(self, cp: CompiledProblem, view: DecisionPoint, seed: int = 0) -> None:
-        super().reset(cp, view, seed)
-        observe = self.builder.decision
-
-        def remember(here: DecisionPoint) -> Any:
-            self.here = here  # _pick sees the observation only; the finish over busy nodes needs the state
-            return observe(here)
-
-        self.builder.decision = remember  # type: ignore[method-assign]
-
-    def _pick(self, obs: Any) -> int:
-        m, wait = obs.n_nodes, len(obs.candidates) * obs.n_nodes
-        row = int(np.flatnonzero(obs.legal.any(axis=1))[0])  # drl asks only when some pair is legal
-        t = int(obs.candidates[row])
-        finish = self.here.earliest_starts([t])[0] + self.cp.exec_s[t]
-        node = int(np.argmin(np.where(obs.legal[row], finish, np.inf)))
-        if finish[node] > finish.min() + 1e-9 and obs.wait_legal:
-            return wait
-        return row * m + node
-
-
-class UniformPriors(MCTS):
-    """PUCT with equal priors: it widens in the rollout policy's order, as UCT does (`--widening`)."""
-
-    def _priors(self, state: Simulator, actions: list[Pair]) -> dict[Pair, float]:
-        return dict.fromkeys(actions, 1.0 / len(actions))
-
-
-def budgeted(budget: int) -> HEFTLookahead:
-    planner = HEFTLookahead()
-    planner.max_placements = budget
-    return planner
 
 
 CCRS = (0.1, 1.0, 5.0, 10.0)
@@ -194,12 +130,9 @@ def main() -> None:
     parser.add_argument(
         "--choose", default="best", help="mcts's rule for the action played: best, visits, or both ('visits,best')"
     )
-    parser.add_argument(
-        "--widening", action="store_true", help="also mcts with equal priors and mcts_uct widening in rank order"
-    )
+    parser.add_argument("--widening", action="store_true", help="also mcts_uct widening in rank order")
     parser.add_argument("--plan-work", type=float, default=None, help="mcts's rollout work per plan (default its own)")
-    parser.add_argument("--planners", default="heft_lookahead,drl_plan", help="rollout planners ('' for none)")
-    parser.add_argument("--node-rule", default=None, help="node rule stem for drl_plan (default: the shipped one)")
+    parser.add_argument("--planners", default="heft_lookahead", help="rollout planners ('' for none)")
     parser.add_argument(
         "--alt-policy", default=None, help="adds drl[alt] (rank_node) and mcts[alt] with this policy ('untrained')"
     )
@@ -210,10 +143,7 @@ def main() -> None:
     if alt == "untrained":
         scratch = tempfile.TemporaryDirectory()  # kept to the end: each mcts[alt] loads it
         alt = untrained_policy(Path(scratch.name))
-    rule = NodeRule.load(args.node_rule) if args.node_rule else None
     planners = [p for p in args.planners.split(",") if p]
-    if "drl_plan" in planners:
-        planners += ["lookahead@budget", "random@budget"]
     classic = SimConfig(**mode_settings(args.mode))
     actions = args.actions.split(",")
     learned = [f"drl[{a}]" for a in actions if a]
@@ -226,7 +156,7 @@ def main() -> None:
             suffix = f"[{rule_name}]" if len(rules) > 1 else ""
             names += [f"mcts_uct{suffix}", f"mcts{suffix}"]
         if args.widening:
-            names += ["mcts[uniform]", "mcts_uct[rank]"]
+            names.append("mcts_uct[rank]")
         if alt:
             names.append("mcts[alt]")
     names += planners
@@ -256,13 +186,10 @@ def main() -> None:
             elif name.startswith("drl["):
                 action, _, waits = name[4:-1].partition("/")
                 kwargs: dict[str, str] = {"policy_path": args.policy} if args.policy else {}
-                if "action" in inspect.signature(DRLScheduler).parameters:  # a dagsched that predates it: pairs
-                    kwargs["action"] = "rank_node" if action == "online_eft" else action
+                kwargs["action"] = action
                 if waits:
                     kwargs["waits"] = waits
-                sched = (OnlineEFT if action == "online_eft" else DRLScheduler)(**kwargs)
-            elif name == "mcts[uniform]":
-                sched = UniformPriors(MCTSConfig(sims=args.search, choose=last_rule))
+                sched = DRLScheduler(**kwargs)
             elif name == "mcts[alt]":
                 sched = MCTS(MCTSConfig(sims=args.search, choose=last_rule), policy_path=alt)
             elif name == "mcts_uct[rank]":
@@ -274,14 +201,6 @@ def main() -> None:
                     config = replace(config, plan_work=args.plan_work)
                 guided_search = not name.startswith("mcts_uct")
                 sched = MCTS(config, policy_path=args.policy) if guided_search else MCTSUCT(config)
-            elif name == "drl_plan":
-                sched = DRLPlan(rule=rule)
-                guided = sched
-            elif name == "lookahead@budget":
-                sched = budgeted(guided.max_placements - guided.left)
-            elif name == "random@budget":
-                share = guided.looked / max(guided.choices, 1)
-                sched = RandomGate(share, guided.max_placements - guided.left, len(makespans))
             else:
                 sched = make_scheduler(name)
             t0 = time.perf_counter()

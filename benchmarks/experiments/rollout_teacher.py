@@ -6,7 +6,7 @@ whole) and the fortified rollout's (`dagsched.schedulers.rollout`); printed per 
 to HEFT with a 95 % bootstrap interval, wins/ties/losses against HEFT, and the median planning time.
 Prints; asserts nothing.
 
-Run: .venv/bin/python benchmarks/bench_teachers.py [--sizes 30,80] [--seeds 3] [--cluster hetero-16]
+Run: .venv/bin/python benchmarks/experiments/rollout_teacher.py [--sizes 30,80] [--seeds 3] [--cluster hetero-16]
 """
 
 from __future__ import annotations

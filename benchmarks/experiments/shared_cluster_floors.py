@@ -21,7 +21,7 @@ runtime` at speed 1; a node serves `capacity x speed` of it per second). Any sch
 of that server with the same completions, and on one server SRPT minimises the total (Schrage 1968), so no
 scheduler's mean is below it. Asserts nothing.
 
-    .venv/bin/python benchmarks/bench_stream_floors.py --workflows 80 --load 0.85 --arrival poisson \
+    .venv/bin/python benchmarks/experiments/shared_cluster_floors.py --workflows 80 --load 0.85 --arrival poisson \
         --seeds 105,106,107,108,109,110 [--repeats 3] [--alone heft,fair]
 """
 
@@ -31,8 +31,8 @@ import heapq
 import time
 
 import numpy as np
+from held_out_streams import generated_streams, stream_arguments
 
-from bench_stream_decode import generated_streams, stream_arguments
 from dagsched.bench.stats import bootstrap_ci
 from dagsched.model import compile_problem
 from dagsched.model.compiled import CompiledProblem

@@ -7,7 +7,7 @@ pairing for p95 completion and cost (ratios) and the SLA hit rate (difference); 
 steady-state SLA hit rate (the report's), p95 completion and cost. Side-by-side intervals hide how two
 schedulers differ stream by stream; this does not. Prints; asserts nothing.
 
-    .venv/bin/python benchmarks/shared_paired.py results/shared --scheduler drl --against heft,fair
+    .venv/bin/python benchmarks/experiments/shared_paired.py results/shared --scheduler drl --against heft,fair
 """
 
 from __future__ import annotations

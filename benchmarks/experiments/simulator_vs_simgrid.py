@@ -11,7 +11,7 @@ dagsched (`OrderReplay`) and in SimGrid (`dagsched.sim.simgrid_replay`); see doc
 Then, per family, how much contention moves makespans against the free network: on the same placement and
 order (the cloud run's, replayed), and with the scheduler run again under contention (it sees the estimates).
 Families: the four generated ones at 100 and 500 tasks, and the real WfCommons traces up to --max-tasks.
-Run: .venv/bin/python benchmarks/bench_simgrid.py [--max-tasks 1000] [--cluster hetero-16]
+Run: .venv/bin/python benchmarks/experiments/simulator_vs_simgrid.py [--max-tasks 1000] [--cluster hetero-16]
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ their orders is one the network can express; the cluster summary (node count, sp
 the communication-to-computation ratio) lets one network serve clusters of 2 to 100 nodes. Times are
 divided by the problem's scale (the largest upward rank: the critical path at mean costs), so a problem
 and the same problem in other time units give the same rows. Features are computed once per problem
-(`task_features`), in a few milliseconds for 1,000 tasks on 100 nodes (benchmarks/bench_priority.py).
+(`task_features`), in a few milliseconds for 1,000 tasks on 100 nodes
+(benchmarks/experiments/learned_planner_held_out.py).
 """
 
 from __future__ import annotations

@@ -42,17 +42,17 @@ from dagsched.schedulers.base import Decision, Scheduler, register
 from dagsched.sim.decision import DecisionPoint
 
 ACTIONS = ("pair", "task_eft", "rank_node", "rank_top2", "auto")
-"""How a decision reads the policy's pair scores (issue 16's action-space question, measured at decode time with
-one network by benchmarks/bench_policy.py): `pair` takes the best (task, node) pair or wait; `task_eft` takes the
-task of the best pair and puts it on its earliest-finish legal node (the policy is a learned priority); `rank_node`
-takes the first startable candidate in the window's order (`features.WINDOWS`: upward rank on one workflow, the
-workflow with the least work left on a stream) and lets the policy choose its node or to wait (the policy is a
-learned node rule); `rank_top2` takes the same task and lets the policy choose between its two earliest-finish
-legal nodes, never waiting while it can start (the policy as a tie-breaker of the earliest-finish rule, the issue's
-"nodes chosen among the top few by estimated finish"); `auto` is what won on held-out workloads of each kind
-(docs/policy.md): `rank_node` on one workflow, `rank_top2` on a stream (shorter mean completion than `rank_node`
-on all 16 held-out streams, and than `pair` before it: `pair` had won while the window was by upward rank and
-the policy could wait with pairs legal)."""
+"""How a decision reads the policy's pair scores (issue 16's action-space question, measured at decode time with one
+network by benchmarks/experiments/per_decision_policy_held_out.py): `pair` takes the best (task, node) pair or wait;
+`task_eft` takes the task of the best pair and puts it on its earliest-finish legal node (the policy is a learned
+priority); `rank_node` takes the first startable candidate in the window's order (`features.WINDOWS`: upward rank on
+one workflow, the workflow with the least work left on a stream) and lets the policy choose its node or to wait (the
+policy is a learned node rule); `rank_top2` takes the same task and lets the policy choose between its two
+earliest-finish legal nodes, never waiting while it can start (the policy as a tie-breaker of the earliest-finish
+rule, the issue's "nodes chosen among the top few by estimated finish"); `auto` is what won on held-out workloads of
+each kind (docs/policy.md): `rank_node` on one workflow, `rank_top2` on a stream (shorter mean completion than
+`rank_node` on all 16 held-out streams, and than `pair` before it: `pair` had won while the window was by upward rank
+and the policy could wait with pairs legal)."""
 
 
 WAITS = ("policy", "idle", "auto")

@@ -9,7 +9,7 @@ over cpu, memory and GPUs, of what its running tasks hold divided by the cluster
 serves the workflow with the smallest dominant share / weight, its ready task with the longest tail
 (upward rank on the fastest hosts) first, on the startable node that finishes it first; the share
 grows by what that task takes before the next pick.
-`ALPHA` was tuned by `benchmarks/bench_fair_alpha.py` on 8 streams no suite uses (100 workflows of the
+`ALPHA` was tuned by `benchmarks/experiments/fair_alpha.py` on 8 streams no suite uses (100 workflows of the
 default mix at load 0.85 on homog-8 and hetero-16, Poisson and bursty, seeds 101-102): geometric-mean
 ratio of mean completion time to the best alpha on each stream 1.007 at alpha -2, 1.017 at -1, 1.020
 at -0.5, 1.016 at 0, 1.041 at 0.5 and 1.055 at 1 (favouring short workflows helps, a little).

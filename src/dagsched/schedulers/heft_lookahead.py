@@ -5,8 +5,9 @@ earliest (insertion policy, as HEFT), completes the plan from each with HEFT its
 whose completed plan ends first. HEFT's own node is always a candidate, and completing from it
 reproduces the HEFT plan that the previous step scored, so the planned makespan never rises from one
 step to the next and never ends above HEFT's plan (a rollout's cost-improvement property); that holds
-too once the budget is spent, since the task then takes HEFT's node. Ties keep the earlier-finishing node. The bound is on the plan: in classic mode the run is
-the plan, in cloud mode runtimes differ from the estimates and the dispatcher re-plans.
+too once the budget is spent, since the task then takes HEFT's node. Ties keep the earlier-finishing node. The
+bound is on the plan: in classic mode the run is the plan, in cloud mode runtimes differ from the estimates and the
+dispatcher re-plans.
 
 O(k v^2 p) against HEFT's O(v^2 p), so the lookahead stops once the completions of a run (its first plan
 and any re-plans) have placed `max_placements` tasks (a budget that is deterministic, unlike a time

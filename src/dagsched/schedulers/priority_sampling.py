@@ -45,9 +45,9 @@ FloatArray = npt.NDArray[np.float64]
 
 DECODE_COST_S = (2e-6, 6e-7, 3e-8)
 """The cost model of one sampled decode: seconds per decode, per task and per (task, node) of the plan, fitted on
-this 2-core CPU from 10 x 2 to 1,000 x 100 (a 1,000-task decode on 100 nodes: 3.6 ms; benchmarks/bench_priority.py
-prints the measured times beside it). K follows from it and the budget, not from a clock, so a plan is the same
-for a seed on any machine."""
+this 2-core CPU from 10 x 2 to 1,000 x 100 (a 1,000-task decode on 100 nodes: 3.6 ms;
+benchmarks/experiments/learned_planner_held_out.py prints the measured times beside it). K follows from it and the
+budget, not from a clock, so a plan is the same for a seed on any machine."""
 
 CANDIDATES = ("heft", "peft_order", "cpop_order", "greedy", "peft", "cpop")
 """The plans tried besides the samples: HEFT's plan, PEFT's and CPOP's orders decoded by earliest finish, the greedy

@@ -6,7 +6,7 @@ hidden lognormal noise. `execute` replays a plan in dagsched's one simulator on 
 node starts its planned tasks in the planned order, each as soon as its inputs are there and it fits:
 `sim.crosscheck.OrderReplay`), checks the run with the independent validator, and gives the events a real
 executor would send to `/v1/events` (each task's start and finish, on its node); `report` posts them.
-The calibration tests and `benchmarks/bench_calibration.py` drive the service with it; `service.demo`
+The calibration tests and `benchmarks/experiments/calibration_under_drift.py` drive the service with it; `service.demo`
 fills the dashboard's gap page with it.
 """
 
