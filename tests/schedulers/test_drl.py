@@ -155,9 +155,9 @@ def test_a_wait_defers_only_the_offered_window(defer: bool) -> None:
 
 @pytest.mark.parametrize("action", ["task_eft", "rank_node", "rank_top2"])
 def test_restricted_action_spaces_decode_as_documented(action: str) -> None:
-    """The action spaces measured against the pair action (benchmarks/bench_policy.py): `task_eft` keeps the
-    policy's task and moves it to its earliest-finish legal node; `rank_node` keeps the first startable
-    candidate (highest upward rank) and lets the policy pick its node or wait. Checked on every decision
+    """The action spaces measured against the pair action (benchmarks/experiments/per_decision_policy_held_out.py):
+    `task_eft` keeps the policy's task and moves it to its earliest-finish legal node; `rank_node` keeps the first
+    startable candidate (highest upward rank) and lets the policy pick its node or wait. Checked on every decision
     state of a run against the policy's own logits, and the inference path decodes as the reference path."""
     from dagsched.policy.features import FeatureBuilder
     from dagsched.schedulers.base import make_scheduler

@@ -7,7 +7,6 @@ Checked on random single workflows.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
