@@ -1,9 +1,10 @@
-"""Shared fixtures: where the real WfCommons traces live."""
+"""Shared fixtures: where the real WfCommons traces live, and the small environment size of the learned-policy tests."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,3 +22,12 @@ def wfinstances() -> Path:
     path = wfinstances_path()
     assert (path / "MANIFEST.csv").exists(), f"real traces not found at {path} (set DAGSCHED_WFINSTANCES)"
     return path
+
+
+SMALL = {"n_tasks": (4, 16), "max_tasks": 64, "max_nodes": 16, "max_candidates": 8}
+"""A small padded size of the scheduling environment that keeps each episode to a few milliseconds."""
+
+
+@pytest.fixture
+def small() -> dict[str, Any]:
+    return dict(SMALL)

@@ -14,14 +14,6 @@ from dagsched.rl.env import SchedulingEnv
 
 torch.set_num_threads(1)
 
-SMALL = {"n_tasks": (4, 16), "max_tasks": 64, "max_nodes": 16, "max_candidates": 8}
-"""A small padded size that keeps each episode to a few milliseconds."""
-
-
-@pytest.fixture
-def small() -> dict[str, Any]:
-    return dict(SMALL)
-
 
 def random_legal_play(
     env: SchedulingEnv, seed: int, check: Callable[[SchedulingEnv, dict[str, np.ndarray]], None] | None = None
