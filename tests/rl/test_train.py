@@ -172,6 +172,7 @@ def test_train_command_passes_its_options_to_the_config(monkeypatch, tmp_path) -
 
     import dagsched.rl.train as train_module
     from dagsched.cli import app
+    from dagsched.rl.train import TrainConfig
 
     seen = {}
 
@@ -210,6 +211,8 @@ def test_train_command_passes_its_options_to_the_config(monkeypatch, tmp_path) -
     assert (seen["cfg"].teacher, seen["cfg"].ccr_range, seen["cfg"].heterogeneity) == ("expert", (0.1, 10.0), 0.9)
     assert [tuple(s) for s in cfg.stages] == [(10, 30), (40, 100)]
     assert "validation makespan / HEFT 1.250" in result.output
+    assert CliRunner().invoke(app, ["train"]).exit_code == 0
+    assert seen["cfg"] == TrainConfig(), "every default is the dataclass's"
 
 
 def test_the_rollout_teacher_labels_the_best_bases_move() -> None:

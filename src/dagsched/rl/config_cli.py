@@ -1,10 +1,14 @@
 """A trainer's command line, generated from its one config dataclass: the defaults are written once, in it.
 
-Each field becomes an option `--field-name` with the field's default, its type, and the attribute docstring
-under the field as its help (read from the class's source, as tyro does). Supported field types: int, float,
-str, bool (a `--x/--no-x` flag), `Literal[...]` (its choices), optional scalars (`int | None`, ...; "none"
-on the command line), and tuples of scalars written comma-separated (`--sizes 10,50`). The config built from
-the options goes through the dataclass's own validation (`__post_init__`).
+Each field becomes an option `--field-name` (or `--FLAG` where the field's metadata names one: `field(...,
+metadata={"flag": "ccr"})`) with the field's default, its type, and the attribute docstring under the field as
+its help (read from the class's source, as tyro does). Supported field types: int, float, str, bool (a
+`--x/--no-x` flag), `Literal[...]` (its choices), tuples of scalars written comma-separated (`--sizes 10,50`; a
+pair of numbers also as a range, `--ccr 0.1-10`), tuples of pairs written as comma-separated ranges (`--stages
+10-30,40-100`; `20` is 20-20), dictionaries of numbers (`--weights makespan=1,cost=0`), and any of these
+optional (`... | None`; "none" on the command line). The config built from the options goes through the
+dataclass's own validation (`__post_init__`); a value that does not parse, or that it refuses, exits with status
+2 and a message naming the option.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import re
 import textwrap
 import types
 import typing
@@ -55,45 +60,96 @@ def _scalar(kind: Any, text: str) -> Any:
         raise typer.BadParameter(f"not a {kind.__name__}: {text!r}") from None
 
 
-def _option(name: str, kind: Any, default: Any, help_text: str) -> tuple[Any, Any, Callable[[Any], Any]]:
+def _parts(text: str) -> list[str]:
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+RANGE = re.compile(r"\s*([^,\s-][^,-]*?)\s*-\s*([^,\s-][^,]*?)\s*")
+"""LO-HI of two numbers that are not negative (a pair written as a range)."""
+
+
+def _fixed(items: tuple[Any, ...], text: str) -> tuple[Any, ...]:
+    """A fixed tuple written comma-separated, or a pair as LO-HI (one value N is N-N for a pair)."""
+    parts = _parts(text)
+    if len(items) == 2 and len(parts) == 1:
+        m = RANGE.fullmatch(parts[0])
+        parts = [m.group(1), m.group(2)] if m else parts * 2
+    if len(parts) != len(items):
+        raise typer.BadParameter(f"{len(items)} values, comma-separated, got {text!r}")
+    return tuple(_scalar(kind, p) for kind, p in zip(items, parts, strict=True))
+
+
+def _parser(kind: Any) -> Callable[[str], Any]:
+    """The command-line text of a field of type `kind` -> the field's value (TypeError: no command-line form)."""
+    origin, args = get_origin(kind), get_args(kind)
+    if kind in (int, float, str, bool):
+        return lambda text: _scalar(kind, text)
+    if origin in (types.UnionType, typing.Union) and type(None) in args:
+        (inner,) = [a for a in args if a is not type(None)]
+        parse = _parser(inner)
+        return lambda text: None if text.strip().lower() == "none" else parse(text)
+    if origin is tuple and Ellipsis not in args:
+        return lambda text: _fixed(args, text)
+    if origin is tuple:
+        (item,) = [a for a in args if a is not Ellipsis]
+        if get_origin(item) is tuple:
+            return lambda text: tuple(_fixed(get_args(item), p) for p in _parts(text))
+        return lambda text: tuple(_scalar(item, p) for p in _parts(text))
+    if origin is dict and args[0] is str and args[1] in (int, float):
+
+        def mapping(text: str) -> dict[str, Any]:
+            out = {}
+            for part in _parts(text):
+                name, sep, value = part.partition("=")
+                if not sep or not name.strip():
+                    raise typer.BadParameter(f"{part!r} is not NAME=NUMBER")
+                out[name.strip()] = _scalar(args[1], value.strip())
+            return out
+
+        return mapping
+    raise TypeError(f"type {kind!r} has no command-line form")
+
+
+def _text(value: Any) -> str:
+    """A value as the command line writes it (the inverse of `_parser`)."""
+    if value is None:
+        return "none"
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items())
+    if isinstance(value, tuple):
+        return ",".join("-".join(str(x) for x in v) if isinstance(v, tuple) else str(v) for v in value)
+    return str(value)
+
+
+def flag_of(f: dataclasses.Field[Any]) -> str:
+    """The option of a config field: its metadata's `flag`, else the field's name, with dashes."""
+    return "--" + str(f.metadata.get("flag", f.name)).replace("_", "-")
+
+
+def _option(flag: str, kind: Any, default: Any, help_text: str) -> tuple[Any, Any, Callable[[Any], Any]]:
     """(annotation, typer option, converter from the parsed value to the field's value) of one field."""
-    flag = "--" + name.replace("_", "-")
     origin, args = get_origin(kind), get_args(kind)
     if kind is bool:
         return bool, typer.Option(default, f"{flag}/--no-{flag[2:]}", help=help_text), bool
     if kind in (int, float, str):
         return kind, typer.Option(default, flag, help=help_text), kind
     if origin is typing.Literal:
-        choices = Enum(name, {str(a): str(a) for a in args})  # type: ignore[misc]
+        choices = Enum(flag.strip("-"), {str(a): str(a) for a in args})  # type: ignore[misc]
         value_of = {str(a): a for a in args}
         return choices, typer.Option(choices(str(default)), flag, help=help_text), lambda c: value_of[c.value]
-    if origin in (types.UnionType, typing.Union) and type(None) in args:
-        (inner,) = [a for a in args if a is not type(None)]
-        text = "none" if default is None else str(default)
-
-        def optional(value: str, inner: Any = inner) -> Any:
-            return None if value.lower() == "none" else _scalar(inner, value)
-
-        return str, typer.Option(text, flag, help=f"{help_text} ('none' for none)"), optional
-    if origin is tuple:
-        items = [a for a in args if a is not Ellipsis]
-        text = ",".join(str(v) for v in default)
-
-        def split(value: str, items: list[Any] = items, fixed: bool = Ellipsis not in args) -> Any:
-            parts = [p.strip() for p in value.split(",") if p.strip()]
-            if fixed and len(parts) != len(items):
-                raise typer.BadParameter(f"{flag}: {len(items)} comma-separated values, got {value!r}")
-            return tuple(_scalar(items[i] if fixed else items[0], p) for i, p in enumerate(parts))
-
-        return str, typer.Option(text, flag, help=f"{help_text} (comma-separated)"), split
-    raise TypeError(f"field {name}: type {kind!r} has no command-line form")
+    parse = _parser(kind)
+    if origin in (types.UnionType, typing.Union):
+        help_text += " ('none' for none)"
+    elif origin is not dict:
+        help_text += " (comma-separated)"
+    return str, typer.Option(_text(default), flag, help=help_text), parse
 
 
 def command_from_config(config_cls: type, run: Callable[[Any], None]) -> Callable[..., None]:
     """A function Typer can register whose options are `config_cls`'s fields; it calls `run(config)`."""
     hints = typing.get_type_hints(config_cls)
     docs = field_docs(config_cls)
-    params, converters = [], {}
+    params, converters, flags = [], {}, {}
     for f in dataclasses.fields(config_cls):
         if f.default is not dataclasses.MISSING:
             default = f.default
@@ -101,12 +157,21 @@ def command_from_config(config_cls: type, run: Callable[[Any], None]) -> Callabl
             default = f.default_factory()
         else:
             raise TypeError(f"field {f.name} needs a default to be an option")
-        annotation, option, convert = _option(f.name, hints[f.name], default, docs.get(f.name, ""))
+        flags[f.name] = flag_of(f)
+        try:
+            annotation, option, convert = _option(flags[f.name], hints[f.name], default, docs.get(f.name, ""))
+        except TypeError as err:
+            raise TypeError(f"field {f.name}: {err}") from None
         converters[f.name] = convert
         params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation))
 
     def command(**options: Any) -> None:
-        values = {k: converters[k](v) for k, v in options.items()}
+        values = {}
+        for k, v in options.items():
+            try:
+                values[k] = converters[k](v)
+            except typer.BadParameter as err:
+                raise typer.BadParameter(f"{flags[k]}: {err.message}") from None
         try:
             config = config_cls(**values)
         except (TypeError, ValueError) as err:
@@ -127,11 +192,9 @@ def command_line(config: Any) -> str:
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
         if value == default:
             continue
-        flag = "--" + f.name.replace("_", "-")
+        flag = flag_of(f)
         if isinstance(value, bool):
             out.append(flag if value else f"--no-{flag[2:]}")
-        elif isinstance(value, tuple):
-            out.append(f"{flag} {','.join(str(v) for v in value)}")
         else:
-            out.append(f"{flag} {'none' if value is None else value}")
+            out.append(f"{flag} {_text(value)}")
     return " ".join(out)

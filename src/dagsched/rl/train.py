@@ -33,7 +33,7 @@ import shlex
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -74,8 +74,8 @@ class TrainConfig:
     """curriculum: inclusive task-count ranges, small to large"""
     clusters: tuple[str, ...] = ("hetero-16", "small-3", "random")
     """cluster presets drawn from ('random': a random cluster of 2-16 nodes)"""
-    ccr_range: tuple[float, float] | None = None
-    """draw each synthetic workflow's CCR log-uniformly from this range (None: the env's fixed 0.5)"""
+    ccr_range: tuple[float, float] | None = field(default=None, metadata={"flag": "ccr"})
+    """draw each synthetic workflow's CCR log-uniformly from this range, LO-HI (none: the env's fixed 0.5)"""
     heterogeneity: float = 0.5
     """heterogeneity of the random clusters (1: node speeds spread most)"""
     modes: tuple[str, ...] = ("classic", "cloud")
@@ -123,7 +123,7 @@ class TrainConfig:
     rl_batch: int = 1000
     """env steps per RLlib iteration"""
     rl_minibatch: int = 250
-    """PPO minibatch"""
+    """PPO minibatch (at most `rl_batch`)"""
     rl_epochs: int = 4
     """PPO epochs per iteration"""
     clip_param: float = 0.2
@@ -154,6 +154,31 @@ class TrainConfig:
     """continue from <out_dir>/<name>/checkpoint"""
     progress: bool = True
     """show a Rich progress bar"""
+
+    def __post_init__(self) -> None:
+        from pydantic import ValidationError
+
+        from dagsched.generate.clusters import PRESETS
+        from dagsched.sim.objective import ObjectiveWeights
+
+        if self.ccr_range is not None and not 0 < self.ccr_range[0] <= self.ccr_range[1]:
+            raise ValueError(f"--ccr must be LO-HI with 0 < LO <= HI, e.g. 0.1-10, got {self.ccr_range}")
+        if not self.stages or any(not 1 <= lo <= hi for lo, hi in self.stages):
+            raise ValueError(f"--stages must be LO-HI task ranges with 1 <= LO <= HI, got {self.stages}")
+        if not 0.0 <= self.heterogeneity <= 1.0:
+            raise ValueError(f"--heterogeneity must be between 0 and 1, got {self.heterogeneity:g}")
+        if self.rl_cluster != "random" and self.rl_cluster not in PRESETS:
+            raise ValueError(f"--rl-cluster must be random or one of {', '.join(PRESETS)}, got {self.rl_cluster!r}")
+        if self.rl_mode not in MODES:
+            raise ValueError(f"--rl-mode must be one of {', '.join(MODES)}, got {self.rl_mode!r}")
+        if self.init_policy is not None and not Path(self.init_policy + ".safetensors").exists():
+            raise ValueError(f"--init-policy: no {self.init_policy}.safetensors")
+        if self.rl_reward is not None:
+            try:
+                ObjectiveWeights(**self.rl_reward)
+            except ValidationError as e:
+                err = e.errors()[0]
+                raise ValueError(f"--rl-reward: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}") from None
 
     @property
     def run_dir(self) -> Path:
@@ -521,7 +546,7 @@ def build_algorithm(cfg: TrainConfig, policy_config: PolicyConfig, env_config: d
             gamma=cfg.gamma,
             lambda_=0.95,
             train_batch_size_per_learner=cfg.rl_batch,
-            minibatch_size=cfg.rl_batch if a2c else cfg.rl_minibatch,
+            minibatch_size=cfg.rl_batch if a2c else min(cfg.rl_minibatch, cfg.rl_batch),
             num_epochs=1 if a2c else cfg.rl_epochs,
             clip_param=1e9 if a2c else cfg.clip_param,
             use_kl_loss=not a2c,
