@@ -23,8 +23,8 @@ The timelines are `sim.slot_kernels`' arrays (`TimelineArrays`). A node's finish
 plus the task's run there, so the slot search runs only on nodes whose bound can still win, and gives up as
 soon as its slot would lose: the argmin is the Python one's, found with about half the searches (a
 1,000-task decode on 100 nodes in about 2 ms in cloud mode and 4 ms in classic mode on this CPU,
-`benchmarks/experiments/learned_planner_held_out.py --speed`). No fastmath: every comparison is the Python planners' own. Compiled once and
-cached on disk (numba's `cache=True`).
+`benchmarks/experiments/learned_planner_held_out.py --speed`). No fastmath: every comparison is the Python
+planners' own. Compiled once and cached on disk (numba's `cache=True`).
 """
 
 from __future__ import annotations
