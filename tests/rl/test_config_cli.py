@@ -77,6 +77,7 @@ def test_every_kind_parses_and_writes_back_the_same() -> None:
         (["--ratio", "ten"], "--ratio"),
         (["--ratio", "5-1"], "--ratio"),
         (["--ratio", "1,2,3"], "--ratio"),
+        (["--ratio", "1"], "--ratio"),
         (["--stages", "10-x"], "--stages"),
         (["--weights", "makespan"], "--weights"),
         (["--weights", "makespan=fast"], "--weights"),

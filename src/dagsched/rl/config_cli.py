@@ -5,7 +5,7 @@ metadata={"flag": "ccr"})`) with the field's default, its type, and the attribut
 its help (read from the class's source, as tyro does). Supported field types: int, float, str, bool (a
 `--x/--no-x` flag), `Literal[...]` (its choices), tuples of scalars written comma-separated (`--sizes 10,50`; a
 pair of numbers also as a range, `--ccr 0.1-10`), tuples of pairs written as comma-separated ranges (`--stages
-10-30,40-100`; `20` is 20-20), dictionaries of numbers (`--weights makespan=1,cost=0`), and any of these
+10-30,40-100`; an item `20` is 20-20), dictionaries of numbers (`--weights makespan=1,cost=0`), and any of these
 optional (`... | None`; "none" on the command line). The config built from the options goes through the
 dataclass's own validation (`__post_init__`); a value that does not parse, or that it refuses, exits with status
 2 and a message naming the option.
@@ -68,12 +68,12 @@ RANGE = re.compile(r"\s*([^,\s-][^,-]*?)\s*-\s*([^,\s-][^,]*?)\s*")
 """LO-HI of two numbers that are not negative (a pair written as a range)."""
 
 
-def _fixed(items: tuple[Any, ...], text: str) -> tuple[Any, ...]:
-    """A fixed tuple written comma-separated, or a pair as LO-HI (one value N is N-N for a pair)."""
+def _fixed(items: tuple[Any, ...], text: str, one_is_both: bool = False) -> tuple[Any, ...]:
+    """A fixed tuple written comma-separated, or a pair as LO-HI (and N as N-N if `one_is_both`)."""
     parts = _parts(text)
     if len(items) == 2 and len(parts) == 1:
         m = RANGE.fullmatch(parts[0])
-        parts = [m.group(1), m.group(2)] if m else parts * 2
+        parts = [m.group(1), m.group(2)] if m else parts * 2 if one_is_both else parts
     if len(parts) != len(items):
         raise typer.BadParameter(f"{len(items)} values, comma-separated, got {text!r}")
     return tuple(_scalar(kind, p) for kind, p in zip(items, parts, strict=True))
@@ -93,7 +93,7 @@ def _parser(kind: Any) -> Callable[[str], Any]:
     if origin is tuple:
         (item,) = [a for a in args if a is not Ellipsis]
         if get_origin(item) is tuple:
-            return lambda text: tuple(_fixed(get_args(item), p) for p in _parts(text))
+            return lambda text: tuple(_fixed(get_args(item), p, one_is_both=True) for p in _parts(text))
         return lambda text: tuple(_scalar(item, p) for p in _parts(text))
     if origin is dict and args[0] is str and args[1] in (int, float):
 
