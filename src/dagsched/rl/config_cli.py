@@ -4,7 +4,8 @@ A run's settings are written once, as a frozen dataclass with a one-line docstri
 habit); `command_from_config` makes the command line from it, so a new setting is one new field, never a flag
 written again beside it. Field `max_problems` is option `--max-problems`; int, float and str fields take their
 value; a bool is a `--x/--no-x` flag; a `Literal[...]` takes one of its values; `str | None` takes a value or
-stays unset. The dataclass's own checks run on the config it builds.
+stays unset; a tuple of int, float or str (`tuple[float, float]`, `tuple[str, ...]`) takes its items separated
+by commas (`--load-range 0.5,0.95`). The dataclass's own checks run on the config it builds.
 """
 
 from __future__ import annotations
@@ -48,7 +49,28 @@ def _option(name: str, kind: Any, default: Any, help_text: str) -> tuple[Any, An
         return choices, typer.Option(choices(str(default)), flag, help=help_text), lambda c: str(c.value)
     if origin in (types.UnionType, typing.Union) and args == (str, type(None)):
         return str | None, typer.Option(default, flag, help=help_text), lambda v: v
+    if origin is tuple and args and {a for a in args if a is not Ellipsis} <= {int, float, str}:
+        return str, typer.Option(",".join(map(str, default)), flag, help=help_text), _tuple_of(name, args)
     raise TypeError(f"field {name}: type {kind!r} has no command-line form")
+
+
+def _tuple_of(name: str, args: tuple[Any, ...]) -> Callable[[str], tuple[Any, ...]]:
+    """The converter of a comma-separated option to a tuple field: `tuple[X, ...]` any length, else exactly
+    as many items as the annotation lists."""
+    repeated = len(args) == 2 and args[1] is Ellipsis
+
+    def parse(text: str) -> tuple[Any, ...]:
+        items = [v.strip() for v in text.split(",") if v.strip()]
+        kinds = [args[0]] * len(items) if repeated else list(args)
+        if len(kinds) != len(items) or (repeated and not items):
+            want = "one or more" if repeated else str(len(args))
+            raise typer.BadParameter(f"{name} takes {want} comma-separated values, got {text!r}")
+        try:
+            return tuple(kind(v) for kind, v in zip(kinds, items, strict=True))
+        except ValueError as err:
+            raise typer.BadParameter(f"{name}: {err}") from err
+
+    return parse
 
 
 def command_from_config(cls: type, run: Callable[[Any], None]) -> Callable[..., None]:
