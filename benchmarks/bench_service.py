@@ -4,8 +4,9 @@ A real server (`python -m dagsched.service.cli serve`, `--workers` processes) on
 by `--concurrency` client processes, each with one keep-alive connection (stdlib `http.client`,
 whose own cost per call is a fraction of httpx's, so the figures are mostly the server's).
 Workload: a 20-task `layered` workflow on the 16-node `hetero-16` cluster, planned with HEFT and
-with the learned policy (the shipped model when present, else a random policy of the default
-architecture: its figures then measure the machinery, not a trained network); then kube-scheduler's
+with the learned planner `drl` (the shipped model when present, else a random policy of the default
+architecture: its figures then measure the machinery, not a trained network); then `--large-plans` plans of
+a `--large-tasks`-task workflow on the 100 nodes of `large-100` with each; then kube-scheduler's
 `prioritize` for one of its pods; then RSS of the server's processes over `--memory-requests` more
 prioritize calls, read five times along the way (flat memory means the last readings do not climb).
 
@@ -77,6 +78,24 @@ def _server_cpu_s(pid: int) -> float:
         fields = Path(f"/proc/{p}/stat").read_text().rpartition(")")[2].split()
         total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
     return total / os.sysconf("SC_CLK_TCK")
+
+
+def _large_nodes() -> list[dict[str, Any]]:
+    """The large-100 preset as request nodes, all free."""
+    from dagsched.generate import cluster_preset
+
+    return [
+        {
+            "id": n.id,
+            "cpu": n.cpu,
+            "mem": n.mem,
+            "gpu": n.gpu,
+            "speed": n.speed,
+            "price_per_hour": n.price_per_hour,
+            "bandwidth": n.bandwidth,
+        }
+        for n in cluster_preset("large-100").nodes
+    ]
 
 
 def _policy(tmp: Path) -> tuple[Path, str]:
@@ -187,6 +206,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="server worker processes (`serve --workers`)")
     parser.add_argument("--concurrency", type=int, default=1, help="client processes calling at once")
     parser.add_argument("--schedulers", default="heft,drl", help="comma-separated schedulers to time")
+    parser.add_argument("--large-tasks", type=int, default=1000, help="tasks of the large plans (0: none)")
+    parser.add_argument("--large-plans", type=int, default=5, help="timed large plans per scheduler")
     parser.add_argument(
         "--calls-per-connection", type=int, default=CALLS_PER_CONNECTION, help="reconnect after this many (0: never)"
     )
@@ -205,9 +226,19 @@ def main() -> None:
         if args.server_src is not None:
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(args.server_src.resolve()), env.get("PYTHONPATH")]))
         cmd = [
-            sys.executable, "-m", "dagsched.service.cli", "serve", "--port", str(port), "--log-level", "warning",
-            "--store", f"sqlite:///{tmp / 'bench.sqlite'}", "--model", str(stem),
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "dagsched.service.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--store",
+            f"sqlite:///{tmp / 'bench.sqlite'}",
+            "--model",
+            str(stem),
+        ]
         if args.workers > 1:
             cmd += ["--workers", str(args.workers)]
         proc = subprocess.Popen(cmd, env=env)
@@ -237,6 +268,19 @@ def main() -> None:
                     print(f"  the first {sched} plan fell back to HEFT: {first['fallback_reason']}")
                 label = f"/v1/schedule {sched} (makespan {first['makespan']:.0f} s)"
                 print(timed(label, "/v1/schedule", body, args.plans))
+            if args.large_tasks:
+                big = sample_workflow(0, n_tasks=args.large_tasks)
+                for sched in args.schedulers.split(","):
+                    body = json.dumps({"workflow": big, "nodes": _large_nodes(), "scheduler": sched}).encode()
+                    status, text = _Client(port).post("/v1/schedule", body)
+                    if status != 200:
+                        raise SystemExit(f"/v1/schedule {sched}: HTTP {status}: {text[:300]!r}")
+                    first = json.loads(text)
+                    if first["fallback"]:
+                        print(f"  the first large {sched} plan fell back to HEFT: {first['fallback_reason']}")
+                    span = first["makespan"]
+                    label = f"/v1/schedule {sched}, {args.large_tasks} tasks on 100 nodes (makespan {span:.0f} s)"
+                    print(timed(label, "/v1/schedule", body, args.large_plans))
             ext = json.dumps(extender_args(nodes, wf["name"], wf["tasks"][0]["id"])).encode()
             load("/v1/k8s/prioritize", ext, 50 * max(args.workers, args.concurrency))
             print(timed("/v1/k8s/prioritize (16 nodes)", "/v1/k8s/prioritize", ext, args.prioritize))

@@ -277,7 +277,7 @@ def test_the_expert_teacher_rolls_out_the_learner_as_one_more_base() -> None:
         if done or truncated:
             break
     assert sum(teacher.wins.values()) == steps
-    assert set(teacher.wins) <= {*BASES, "drl"}
+    assert set(teacher.wins) <= {*BASES, "drl_step"}
     with pytest.raises(ValueError, match="teacher"):
         make_teacher("oracle", env)
 

@@ -30,22 +30,22 @@ def etl(n: int, seed: int, cluster: str = "hetero-16") -> Problem:
 def test_shipped_model_beats_fcfs_and_random_on_held_out_etl_star() -> None:
     """etl_star is never trained on: mean makespan over 5 seeds, drl < fcfs and drl < random, in cloud mode."""
     means = {}
-    for name in ("drl", "fcfs", "random"):
+    for name in ("drl_step", "fcfs", "random"):
         spans = []
         for seed in range(1, 6):
             cp = compile_problem(etl(40, seed))
             spans.append(simulate(cp, name, SimConfig(noise_cv=0.2), seed).metrics.makespan)
         means[name] = float(np.mean(spans))
-    assert means["drl"] < means["fcfs"], means
-    assert means["drl"] < means["random"], means
+    assert means["drl_step"] < means["fcfs"], means
+    assert means["drl_step"] < means["random"], means
 
 
 @pytest.mark.parametrize("config", [SimConfig(classic=True), SimConfig(noise_cv=0.3, mtbf_s=3000.0, mttr_s=200.0)])
 def test_traces_validate_and_same_seed_same_plan(config: SimConfig) -> None:
     """drl's traces pass the validator (also with noise and failures) and one seed gives one plan."""
     cp = compile_problem(etl(30, 4))
-    a = simulate(cp, "drl", config, 11)
-    b = simulate(cp, "drl", config, 11)
+    a = simulate(cp, "drl_step", config, 11)
+    b = simulate(cp, "drl_step", config, 11)
     assert a.valid, a.violations
     assert [(x.task, x.node, x.start) for x in a.trace.attempts] == [
         (x.task, x.node, x.start) for x in b.trace.attempts

@@ -12,15 +12,22 @@ import typer
 def explain_problem(
     cp: Any, scheduler: str, task: str | None, policy: Any = None, model_version: str | None = None
 ) -> dict[str, Any]:
-    """Plan `cp` with `scheduler` (drl: `policy`) and explain the plan; `task` None picks, for drl, the decision
-    the policy was least sure of (else the task on the critical path's end: the last to finish)."""
+    """Plan `cp` with `scheduler` (drl, drl_step: with `policy`) and explain the plan; `task` None picks, for a
+    learned plan, the choice the policy was least sure of (else the task on the critical path's end: the last to
+    finish)."""
     from dagsched.explain.evidence import capacity_rejections, evidence
     from dagsched.explain.plan import explain_plan
     from dagsched.schedulers import make_scheduler
     from dagsched.schedulers.drl import DRLScheduler
+    from dagsched.schedulers.priority_sampling import PrioritySampling
     from dagsched.sim.run import simulate
 
-    sched = DRLScheduler(policy=policy) if scheduler == "drl" else make_scheduler(scheduler)
+    if scheduler == "drl" and policy is not None:
+        sched: Any = PrioritySampling(policy=policy)
+    elif scheduler == "drl_step" and policy is not None:
+        sched = DRLScheduler(policy=policy)
+    else:
+        sched = make_scheduler(scheduler)
     result = simulate(cp, sched, validate=True)
     if not result.valid:
         raise RuntimeError("invalid plan: " + "; ".join(result.violations[:3]))
@@ -80,8 +87,9 @@ def register(app: Any) -> None:
         ),
     ) -> None:
         """Plan WORKFLOW on CLUSTER and explain it: every task's evidence, the learned policy's alternatives with
-        their probabilities, and for one task Integrated Gradients attributions and GAT attention. Writes
-        explain.json, attributions.png (drl) and dag.png (coloured by attribution, or by node)."""
+        their probabilities, and for one task Integrated Gradients attributions (drl: of the task's score; drl_step:
+        of its decision, with GAT attention). Writes explain.json, attributions.png (drl, drl_step) and dag.png
+        (coloured by attribution, or by node)."""
         import torch
 
         from dagsched.console import console
@@ -94,19 +102,21 @@ def register(app: Any) -> None:
         policy, version = None, None
         try:
             cp = _load(workflow, cluster)
-            if scheduler != "drl" and scheduler not in registered_names():
+            if scheduler not in registered_names():
                 raise InputError(
-                    "--scheduler", f"unknown scheduler '{scheduler}'; known: drl, {', '.join(registered_names())}"
+                    "--scheduler", f"unknown scheduler '{scheduler}'; known: {', '.join(registered_names())}"
                 )
-            if scheduler == "drl":
-                from dagsched.policy import shipped_model_path
+            if scheduler in ("drl", "drl_step"):
+                from dagsched.policy import DEFAULT_MODEL, PRIORITY_MODEL, shipped_model_path
                 from dagsched.policy.files import PolicyFileError, PolicyNotFound, load_cached_policy
+                from dagsched.policy.priority_net import load_cached_priority_policy
 
                 try:
-                    policy = load_cached_policy(model)
+                    policy = load_cached_priority_policy(model) if scheduler == "drl" else load_cached_policy(model)
                 except (PolicyFileError, PolicyNotFound) as err:
                     raise InputError("--model", str(err)) from None
-                version = (model or shipped_model_path()).name
+                default = PRIORITY_MODEL if scheduler == "drl" else DEFAULT_MODEL
+                version = (model or shipped_model_path(default)).name
             if task is not None and task not in cp.task_ids:
                 raise InputError("--task", f"no task '{task}' in {workflow}")
             if cp.n_workflows != 1:

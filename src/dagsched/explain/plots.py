@@ -45,7 +45,8 @@ def write_attribution_bars(attributions: dict[str, Any], path: Path, title: str)
     ax.barh(labels, values, color=[RAISES if v >= 0 else LOWERS for v in values])
     ax.axvline(0, color="black", lw=0.8)
     ax.set_xlabel(
-        "attribution to log P(chosen action) (Integrated Gradients, zero baseline)\nred raises it, blue lowers it"
+        f"attribution to {attributions.get('target', 'the output')} (Integrated Gradients, zero baseline)\n"
+        "red raises it, blue lowers it"
     )
     ax.set_title(title, fontsize=10)
     fig.tight_layout()

@@ -1,11 +1,10 @@
-"""A command line generated from a config dataclass: one option per field, its help the field's docstring.
+"""A trainer's command line, generated from its one config dataclass: the defaults are written once, in it.
 
-A run's settings are written once, as a frozen dataclass with a one-line docstring under every field (CleanRL's
-habit); `command_from_config` makes the command line from it, so a new setting is one new field, never a flag
-written again beside it. Field `max_problems` is option `--max-problems`; int, float and str fields take their
-value; a bool is a `--x/--no-x` flag; a `Literal[...]` takes one of its values; `str | None` takes a value or
-stays unset; a tuple of int, float or str (`tuple[float, float]`, `tuple[str, ...]`) takes its items separated
-by commas (`--load-range 0.5,0.95`). The dataclass's own checks run on the config it builds.
+Each field becomes an option `--field-name` with the field's default, its type, and the attribute docstring
+under the field as its help (read from the class's source, as tyro does). Supported field types: int, float,
+str, bool (a `--x/--no-x` flag), `Literal[...]` (its choices), optional scalars (`int | None`, ...; "none"
+on the command line), and tuples of scalars written comma-separated (`--sizes 10,50`). The config built from
+the options goes through the dataclass's own validation (`__post_init__`).
 """
 
 from __future__ import annotations
@@ -18,77 +17,121 @@ import types
 import typing
 from collections.abc import Callable
 from enum import Enum
-from typing import Any
+from typing import Any, get_args, get_origin
 
 import typer
 
 
 def field_docs(cls: type) -> dict[str, str]:
-    """The docstring under each field of a dataclass (read from its source), by field name."""
-    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
-    body = tree.body[0].body  # type: ignore[attr-defined]
+    """The attribute docstring under each field of a dataclass (the string literal right after it)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError):  # pragma: no cover  (no source: a class built at run time)
+        return {}
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
     docs: dict[str, str] = {}
-    for stmt, after in zip(body, [*body[1:], None], strict=True):
-        named = isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
-        text = after.value.value if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant) else None
-        if named and isinstance(text, str):
-            docs[stmt.target.id] = " ".join(text.split())  # type: ignore[union-attr]
+    for a, b in zip(body, body[1:], strict=False):
+        if (
+            isinstance(a, ast.AnnAssign)
+            and isinstance(a.target, ast.Name)
+            and isinstance(b, ast.Expr)
+            and isinstance(b.value, ast.Constant)
+            and isinstance(b.value.value, str)
+        ):
+            docs[a.target.id] = " ".join(b.value.value.split())
     return docs
 
 
+def _scalar(kind: Any, text: str) -> Any:
+    if kind is bool:
+        if text.lower() in ("1", "true", "yes"):
+            return True
+        if text.lower() in ("0", "false", "no"):
+            return False
+        raise typer.BadParameter(f"not a boolean: {text!r}")
+    try:
+        return kind(text)
+    except ValueError:
+        raise typer.BadParameter(f"not a {kind.__name__}: {text!r}") from None
+
+
 def _option(name: str, kind: Any, default: Any, help_text: str) -> tuple[Any, Any, Callable[[Any], Any]]:
-    """(annotation, typer option, converter to the field's value) of one field."""
+    """(annotation, typer option, converter from the parsed value to the field's value) of one field."""
     flag = "--" + name.replace("_", "-")
-    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    origin, args = get_origin(kind), get_args(kind)
     if kind is bool:
         return bool, typer.Option(default, f"{flag}/--no-{flag[2:]}", help=help_text), bool
     if kind in (int, float, str):
         return kind, typer.Option(default, flag, help=help_text), kind
     if origin is typing.Literal:
         choices = Enum(name, {str(a): str(a) for a in args})  # type: ignore[misc]
-        return choices, typer.Option(choices(str(default)), flag, help=help_text), lambda c: str(c.value)
-    if origin in (types.UnionType, typing.Union) and args == (str, type(None)):
-        return str | None, typer.Option(default, flag, help=help_text), lambda v: v
-    if origin is tuple and args and {a for a in args if a is not Ellipsis} <= {int, float, str}:
-        return str, typer.Option(",".join(map(str, default)), flag, help=help_text), _tuple_of(name, args)
+        value_of = {str(a): a for a in args}
+        return choices, typer.Option(choices(str(default)), flag, help=help_text), lambda c: value_of[c.value]
+    if origin in (types.UnionType, typing.Union) and type(None) in args:
+        (inner,) = [a for a in args if a is not type(None)]
+        text = "none" if default is None else str(default)
+
+        def optional(value: str, inner: Any = inner) -> Any:
+            return None if value.lower() == "none" else _scalar(inner, value)
+
+        return str, typer.Option(text, flag, help=f"{help_text} ('none' for none)"), optional
+    if origin is tuple:
+        items = [a for a in args if a is not Ellipsis]
+        text = ",".join(str(v) for v in default)
+
+        def split(value: str, items: list[Any] = items, fixed: bool = Ellipsis not in args) -> Any:
+            parts = [p.strip() for p in value.split(",") if p.strip()]
+            if fixed and len(parts) != len(items):
+                raise typer.BadParameter(f"{flag}: {len(items)} comma-separated values, got {value!r}")
+            return tuple(_scalar(items[i] if fixed else items[0], p) for i, p in enumerate(parts))
+
+        return str, typer.Option(text, flag, help=f"{help_text} (comma-separated)"), split
     raise TypeError(f"field {name}: type {kind!r} has no command-line form")
 
 
-def _tuple_of(name: str, args: tuple[Any, ...]) -> Callable[[str], tuple[Any, ...]]:
-    """The converter of a comma-separated option to a tuple field: `tuple[X, ...]` any length, else exactly
-    as many items as the annotation lists."""
-    repeated = len(args) == 2 and args[1] is Ellipsis
-
-    def parse(text: str) -> tuple[Any, ...]:
-        items = [v.strip() for v in text.split(",") if v.strip()]
-        kinds = [args[0]] * len(items) if repeated else list(args)
-        if len(kinds) != len(items) or (repeated and not items):
-            want = "one or more" if repeated else str(len(args))
-            raise typer.BadParameter(f"{name} takes {want} comma-separated values, got {text!r}")
-        try:
-            return tuple(kind(v) for kind, v in zip(kinds, items, strict=True))
-        except ValueError as err:
-            raise typer.BadParameter(f"{name}: {err}") from err
-
-    return parse
-
-
-def command_from_config(cls: type, run: Callable[[Any], None]) -> Callable[..., None]:
-    """A Typer command whose options are `cls`'s fields (each needs a default); it calls `run(cls(**options))`."""
-    hints = typing.get_type_hints(cls)
-    docs = field_docs(cls)
+def command_from_config(config_cls: type, run: Callable[[Any], None]) -> Callable[..., None]:
+    """A function Typer can register whose options are `config_cls`'s fields; it calls `run(config)`."""
+    hints = typing.get_type_hints(config_cls)
+    docs = field_docs(config_cls)
     params, converters = [], {}
-    for f in dataclasses.fields(cls):
-        if f.default is dataclasses.MISSING:
+    for f in dataclasses.fields(config_cls):
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
             raise TypeError(f"field {f.name} needs a default to be an option")
-        annotation, option, convert = _option(f.name, hints[f.name], f.default, docs.get(f.name, ""))
+        annotation, option, convert = _option(f.name, hints[f.name], default, docs.get(f.name, ""))
         converters[f.name] = convert
         params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation))
 
     def command(**options: Any) -> None:
-        run(cls(**{k: converters[k](v) for k, v in options.items()}))
+        values = {k: converters[k](v) for k, v in options.items()}
+        try:
+            config = config_cls(**values)
+        except (TypeError, ValueError) as err:
+            raise typer.BadParameter(str(err)) from None
+        run(config)
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    command.__doc__ = cls.__doc__
-    command.__name__ = cls.__name__
+    command.__doc__ = config_cls.__doc__
+    command.__name__ = config_cls.__name__
     return command
+
+
+def command_line(config: Any) -> str:
+    """The options that rebuild `config` from the command line (only those off their defaults)."""
+    out = []
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        if value == default:
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        if isinstance(value, bool):
+            out.append(flag if value else f"--no-{flag[2:]}")
+        elif isinstance(value, tuple):
+            out.append(f"{flag} {','.join(str(v) for v in value)}")
+        else:
+            out.append(f"{flag} {'none' if value is None else value}")
+    return " ".join(out)

@@ -49,7 +49,7 @@ def held_out_suite(
         "drl-held-out",
         tuple(entries),
         modes=(CLASSIC, CLOUD),
-        schedulers=("drl", *HEURISTICS),
+        schedulers=("drl_step", *HEURISTICS),
         seeds=seed_list,
         description=held_out_suite.__doc__ or "",
     )
@@ -78,13 +78,14 @@ def family_report(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 "sla_hit_rate": _ci([float(v["sla_hit_rate"]) for v in vals]),
             }
         heur = {h: per[h] for h in HEURISTICS if h in per}
-        if "drl" in per and heur:
+        if "drl_step" in per and heur:
             best = min(heur, key=lambda h: float(np.mean([c["makespan"] for c in heur[h].values()])))
-            keys = sorted(set(per["drl"]) & set(heur[best]))
-            ratios = [per["drl"][k]["makespan"] / heur[best][k]["makespan"] for k in keys]
+            keys = sorted(set(per["drl_step"]) & set(heur[best]))
+            ratios = [per["drl_step"][k]["makespan"] / heur[best][k]["makespan"] for k in keys]
             entry["best_heuristic"] = best
             entry["ratio_of_means"] = float(
-                np.mean([per["drl"][k]["makespan"] for k in keys]) / np.mean([heur[best][k]["makespan"] for k in keys])
+                np.mean([per["drl_step"][k]["makespan"] for k in keys])
+                / np.mean([heur[best][k]["makespan"] for k in keys])
             )
             entry["ratio_paired"] = _ci(ratios)
         out.append(entry)
@@ -93,7 +94,7 @@ def family_report(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def format_report(report: list[dict[str, Any]]) -> str:
     """Markdown: one table of makespans with CIs, one of drl / best heuristic."""
-    names = ["drl", *HEURISTICS]
+    names = ["drl_step", *HEURISTICS]
     lines = ["| family | mode | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
     for e in report:
         cells = []

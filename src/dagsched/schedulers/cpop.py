@@ -67,8 +67,20 @@ class CPOP(StaticPlanner):
             self.cp_node[w] = int(np.argmin(total)) if np.isfinite(total).any() else -1
         return self.cp_node[w]
 
+    def pinned_nodes(self, dp: DecisionPoint, tasks: list[int]) -> np.ndarray:
+        """Each task's critical-path processor where it is on its workflow's critical path, else -1 (the
+        compiled decoder's `pinned`)."""
+        pinned = np.full(self.cp.n_tasks, -1, dtype=np.int64)
+        for t in tasks:
+            if t in self.on_path:
+                pinned[t] = self._processor(dp, self.on_path[t])
+        return pinned
+
     def plan_tasks(self, dp: DecisionPoint, tasks: list[int], lines: list[NodeTimeline], state: PlanState) -> None:
         on_path = self.on_path
+        if self.compiled:
+            self.plan_by_priority(dp, tasks, lines, state, self.priority, pinned=self.pinned_nodes(dp, tasks))
+            return
         for t in ready_first(self.cp, tasks, self.priority):
             start, finish = earliest_finish(dp, lines, t, state.arrival_s(t))
             nd = self._processor(dp, on_path[t]) if t in on_path else -1

@@ -1,4 +1,9 @@
-"""DRL: the learned GNN policy (dagsched.policy, trained by dagsched.rl) behind the common scheduler interface.
+"""drl_step: the per-decision GNN policy (dagsched.policy, trained by dagsched.rl) behind the scheduler interface.
+
+Registered as `drl_step`: the product's `drl` is now the learned priority planner (`schedulers.priority_sampling`,
+docs/planner.md), never longer than HEFT on predicted runtimes where this policy was 1.028 x HEFT on held-out
+workflows (docs/policy.md); it stays for MCTS's priors, drl_plan, the explanations of its decisions and
+fine-tuning, which use its network.
 
 What it does: at each decision point it reads the state at its exact sizes (no padding;
 `FeatureBuilder.decision` into `PolicyInference`, which is made once per plan), masks illegal
@@ -134,7 +139,7 @@ class DRLScheduler(Scheduler):
     the numba kernels of `dagsched.policy.kernels` unless `compiled=False` (numpy only, same plans).
     """
 
-    name = "drl"
+    name = "drl_step"
 
     def __init__(
         self,

@@ -27,7 +27,8 @@ class HEFT(StaticPlanner):
     uses_seed = False
 
     def prepare(self, cp: CompiledProblem) -> None:
-        self.order = rank_order(upward_rank(cp), cp)
+        self.rank = upward_rank(cp)
+        self.order = rank_order(self.rank, cp)
         self.order_pos = np.empty(cp.n_tasks, dtype=np.int64)
         self.order_pos[self.order] = np.arange(cp.n_tasks)
 
@@ -36,6 +37,9 @@ class HEFT(StaticPlanner):
         return sorted(tasks, key=self.order_pos.__getitem__)
 
     def plan_tasks(self, dp: DecisionPoint, tasks: list[int], lines: list[NodeTimeline], state: PlanState) -> None:
+        if self.compiled:  # the rank order is topological, so a ready queue by rank takes it as it is
+            self.plan_by_priority(dp, tasks, lines, state, self.rank)
+            return
         for t in self.in_rank_order(tasks):
             start, finish = earliest_finish(dp, lines, t, state.arrival_s(t))
             nd = int(np.argmin(finish))

@@ -33,6 +33,9 @@ class PEFT(StaticPlanner):
         self.rank_oct = self.oct.mean(axis=1)
 
     def plan_tasks(self, dp: DecisionPoint, tasks: list[int], lines: list[NodeTimeline], state: PlanState) -> None:
+        if self.compiled:
+            self.plan_by_priority(dp, tasks, lines, state, self.rank_oct, node_bias=self.oct)
+            return
         for t in ready_first(self.cp, tasks, self.rank_oct):
             start, finish = earliest_finish(dp, lines, t, state.arrival_s(t))
             nd = int(np.argmin(finish + self.oct[t]))

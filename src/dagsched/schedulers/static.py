@@ -19,7 +19,9 @@ import numpy as np
 
 from dagsched.model.compiled import EPS as _EPS
 from dagsched.model.compiled import CompiledProblem
+from dagsched.sim import listsched
 from dagsched.sim.decision import DONE, READY, RUNNING, WAITING, Decision, DecisionPoint, Scheduler
+from dagsched.sim.listsched import Decoded, DecodeInputs
 from dagsched.sim.slots import NodeTimeline, Timelines
 
 
@@ -83,6 +85,15 @@ def earliest_finish(
     return start, start + dp.cp.exec_s[t]
 
 
+def decode_inputs(dp: DecisionPoint, tasks: list[int], lines: list[NodeTimeline], state: PlanState) -> DecodeInputs:
+    """What the compiled decoder (`sim.listsched`) needs to place `tasks` over `lines` from `state`: the problem's
+    arrays, each task's hosts, avoided node and request at this decision point."""
+    every = np.arange(dp.cp.n_tasks)
+    return DecodeInputs.of(
+        dp.cp, tasks, lines, state.node, state.finish, dp.now, dp.ever_fits(every), dp.avoid_node, dp.requests(every)
+    )
+
+
 def ready_first(cp: CompiledProblem, tasks: list[int], priority: np.ndarray) -> Iterator[int]:
     """`tasks` one at a time from a ready queue, highest `priority` first (CPOP's and PEFT's planning order).
 
@@ -123,6 +134,9 @@ class StaticPlanner(Scheduler):
     replan_slack: float = 0.5
     max_replans: int = 20
     replan_on_arrival: ClassVar[bool] = True
+    compiled: bool = listsched.AVAILABLE
+    """plan through the compiled decoder (`sim.listsched`, the same plans to the bit); False: the Python loop each
+    planner keeps as the reference"""
 
     def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:
         super().reset(cp, dp, seed)
@@ -152,6 +166,34 @@ class StaticPlanner(Scheduler):
         self.node[t] = nd
         self.planned_start[t] = start
         self.planned_finish[t] = finish
+
+    def decode_inputs(
+        self, dp: DecisionPoint, tasks: list[int], lines: list[NodeTimeline], state: PlanState
+    ) -> DecodeInputs:
+        """What the compiled decoder needs to place `tasks` over `lines` from `state` (`decode_inputs`)."""
+        return decode_inputs(dp, tasks, lines, state)
+
+    def assign_decoded(self, lines: list[NodeTimeline], state: PlanState, decoded: Decoded) -> None:
+        """Record the decoder's best plan, task by task in the order it placed them (`assign`)."""
+        node, start = decoded.node.tolist(), decoded.start.tolist()
+        for t in decoded.orders[decoded.best].tolist():
+            self.assign(lines, state, t, node[t], start[t])
+
+    def plan_by_priority(
+        self,
+        dp: DecisionPoint,
+        tasks: list[int],
+        lines: list[NodeTimeline],
+        state: PlanState,
+        priority: np.ndarray,
+        node_bias: np.ndarray | None = None,
+        pinned: np.ndarray | None = None,
+    ) -> None:
+        """`tasks` from a ready queue by decreasing `priority` (ties: topological position), each on its earliest-finish
+        node with insertion (`node_bias` added to the finish times, a `pinned` node taken when it can host the task),
+        through the compiled decoder: `ready_first` and `earliest_finish` in one compiled loop."""
+        inputs = self.decode_inputs(dp, tasks, lines, state)
+        self.assign_decoded(lines, state, listsched.decode(inputs, priority, node_bias, pinned))
 
     def _replan(self, dp: DecisionPoint) -> None:
         self._dp = dp

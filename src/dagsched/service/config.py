@@ -4,9 +4,9 @@ A config is validated as a whole before it replaces the live one: a rule outside
 expression language, an unknown scheduler or a bad number leaves the old config serving
 and the error names the field (`rules.gpu: ...`).
 
-    default_scheduler: heft         # what wins on held-out workloads (docs/policy.md); drl when asked for
-    temperature: 0                  # 0: greedy; > 0: sample the policy's softmax at this temperature
-    decision_deadline_ms: 50        # one decision of the learned policy slower than this -> HEFT
+    default_scheduler: drl          # the learned planner: never a longer plan than HEFT's (docs/service.md)
+    temperature: 0                  # drl_step policies only: 0 greedy, > 0 sample the softmax at this temperature
+    decision_deadline_ms: 1500      # one decision of the learned policy slower than this -> HEFT (drl plans in one)
     rules:                          # hard constraints, all must hold for a (node, task) pair
       gpu: node.gpu_free >= task.gpu
     breaker: {failures: 5, cooldown_s: 30}
@@ -121,9 +121,13 @@ class RuntimeConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)  # strict: `true` is not a number, "1" is not one
 
-    default_scheduler: str = Field("heft", description="scheduler of /v1/schedule when the request names none")
-    temperature: float = Field(0.0, ge=0, le=10, description="0 = greedy; else softmax temperature of the policy")
-    decision_deadline_ms: float = Field(50.0, gt=0, description="per-decision deadline of the learned policy")
+    default_scheduler: str = Field("drl", description="scheduler of /v1/schedule when the request names none")
+    temperature: float = Field(
+        0.0, ge=0, le=10, description="per-decision policies: 0 = greedy; else softmax temperature of the policy"
+    )
+    decision_deadline_ms: float = Field(
+        1500.0, gt=0, description="per-decision deadline of the learned policy (drl makes its whole plan in one)"
+    )
     rules: dict[str, str] = Field(default_factory=dict, description="node filter rules, name -> expression")
     breaker: Breaker = Field(default_factory=Breaker)
     skew: Skew = Field(default_factory=Skew)

@@ -1,12 +1,18 @@
 """The serving policy: loaded at start-up, replaced by validated uploads, rolled back on request.
 
-An upload (`<weights>.safetensors` bytes and its JSON metadata, as `save_policy` writes them)
-goes through, in order: size limits; the metadata must be a JSON object; the weights must
-parse as safetensors (never a pickle: `safetensors` only); `load_policy`'s checks (format,
-feature version and sizes, sha256, every tensor's shape against the recorded architecture);
-a smoke inference (the policy plans a small fixed problem in the simulator and its logits are
-finite). Only then is it swapped in, under a lock, in one assignment; the old one becomes
-`previous` (what `rollback` restores). Any failure leaves the serving model as it was.
+Two kinds of policy are served as `drl`, told apart by their metadata's `format`: the priority
+policy (`dagsched-priority-policy`, the shipped drl-v3: scores sampled and decoded by list
+scheduling, `schedulers.priority_sampling`) and the per-decision policy (`dagsched-policy`,
+drl-v2 and what `dagsched finetune` writes: `schedulers.drl`, registered as drl_step).
+
+An upload (`<weights>.safetensors` bytes and its JSON metadata, as `save_policy` or
+`save_priority_policy` writes them) goes through, in order: size limits; the metadata must be a
+JSON object; the weights must parse as safetensors (never a pickle: `safetensors` only); the
+loader's checks (format, feature version and sizes, sha256, every tensor's shape against the
+recorded architecture); a smoke inference (the policy plans a small fixed problem in the
+simulator and its outputs are finite). Only then is it swapped in, under a lock, in one
+assignment; the old one becomes `previous` (what `rollback` restores). Any failure leaves the
+serving model as it was.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from dagsched.model.errors import InputError
 
@@ -102,9 +110,48 @@ def _smoke_problem() -> Any:
     return compile_problem(Problem(workflows=[wf], cluster=cluster))
 
 
+SAMPLING: dict[str, Any] = {"budget_s": 0.3, "max_samples": 64}
+"""The priority planner's sampling in the service: a 0.3 s budget per plan (160 tasks x 16 nodes and smaller plans
+take all 64 samples; a 1,000-task plan on 100 nodes about 80), so a 1,000-task plan answers within a second and
+small plans stay in milliseconds (docs/service.md)."""
+
+
+def is_priority(policy: Any) -> bool:
+    from dagsched.policy.priority_net import PriorityPolicy
+
+    return isinstance(policy, PriorityPolicy)
+
+
+def _load_any(stem: Path) -> Any:
+    """The policy at `stem`, of whichever kind its metadata names."""
+    from dagsched.policy.files import PolicyFileError, load_policy
+    from dagsched.policy.priority_net import is_priority_policy, load_priority_policy
+
+    try:
+        meta = json.loads(Path(str(stem) + ".json").read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise PolicyFileError(f"{stem}.json: {err}") from None
+    if isinstance(meta, dict) and is_priority_policy(meta):
+        return load_priority_policy(stem)
+    return load_policy(stem)
+
+
 def smoke_test(policy: Any) -> None:
     """Plan a small fixed problem with the policy; raise InputError if it cannot (non-finite output, crash)."""
     import torch
+
+    if is_priority(policy):
+        from dagsched.policy.priority_features import task_features
+        from dagsched.schedulers import simulate
+        from dagsched.schedulers.priority_sampling import PrioritySampling
+
+        cp = _smoke_problem()
+        if not np.isfinite(policy.scores(task_features(cp, False))).all():
+            raise InputError("weights", "smoke inference gave non-finite scores: the weights are unusable")
+        result = simulate(cp, PrioritySampling(policy=policy, samples=4), validate=True)
+        if not result.valid:
+            raise InputError("weights", "smoke plan is invalid: " + "; ".join(result.violations[:3]))
+        return
 
     from dagsched.policy.features import FeatureBuilder
     from dagsched.schedulers import simulate
@@ -149,17 +196,20 @@ class ModelManager:
         return True
 
     def load_path(self, stem: Path, source: str = "shipped") -> LoadedModel:
-        """Load a saved policy (`<stem>.safetensors` + `<stem>.json`) and make it the serving one."""
-        from dagsched.policy.files import PolicyFileError, load_policy
+        """Load a saved policy (`<stem>.safetensors` + `<stem>.json`, either kind) and make it the serving one."""
+        from dagsched.policy.files import PolicyFileError
 
         try:
-            policy = load_policy(stem)
+            policy = _load_any(stem)
         except PolicyFileError as err:
             raise InputError("weights", str(err)) from None
         meta = json.loads(Path(str(stem) + ".json").read_text())
-        from dagsched.policy.inference import warm_up
+        if is_priority(policy):
+            smoke_test(policy)  # compiles (or loads) the decoder now, not in the first request
+        else:
+            from dagsched.policy.inference import warm_up
 
-        warm_up(policy)  # compile (or load) the inference kernels now, not in the first request
+            warm_up(policy)  # compile (or load) the inference kernels now, not in the first request
         loaded = LoadedModel(policy, _version(meta), meta["sha256"], time.time(), source, meta)
         self._swap(loaded)
         return loaded
@@ -204,10 +254,10 @@ class ModelManager:
             stem = staging / "policy"
             (staging / "policy.safetensors").write_bytes(weights)
             (staging / "policy.json").write_bytes(metadata)
-            from dagsched.policy.files import PolicyFileError, load_policy
+            from dagsched.policy.files import PolicyFileError
 
             try:
-                policy = load_policy(stem)
+                policy = _load_any(stem)
             except PolicyFileError as err:
                 raise InputError("weights", str(err).replace(str(staging) + "/", "")) from None
             except (TypeError, ValueError, RuntimeError) as err:  # torch refuses e.g. a negative width
@@ -244,12 +294,17 @@ class ModelManager:
             self.error = None
 
     def scheduler(self, temperature: float) -> Any:
-        """A DRL scheduler over the serving policy (greedy at temperature 0)."""
-        from dagsched.schedulers.drl import DRLScheduler
-
+        """The scheduler `drl` plans with over the serving policy: the priority planner with the service's sampling
+        (`SAMPLING`; `temperature` does not apply), or the per-decision policy (greedy at temperature 0)."""
         current = self.current
         if current is None:
             raise LookupError(self.error or "no learned policy loaded")
+        if is_priority(current.policy):
+            from dagsched.schedulers.priority_sampling import PrioritySampling
+
+            return PrioritySampling(policy=current.policy, **SAMPLING)
+        from dagsched.schedulers.drl import DRLScheduler
+
         return DRLScheduler(policy=current.policy, greedy=temperature <= 0, temperature=max(temperature, 1e-6))
 
 

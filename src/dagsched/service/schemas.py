@@ -201,7 +201,7 @@ class PlanGraph(BaseModel):
 
 class PolicyAlternative(BaseModel):
     task: str | None = Field(description="the candidate task (None: wait)")
-    node: str | None = Field(description="the node (None: wait)")
+    node: str | None = Field(description="the node (None: wait; drl's priority plans choose tasks, not nodes)")
     logit: float
     probability: float = Field(description="softmax over the actions the decode could choose")
     chosen: bool

@@ -13,9 +13,9 @@ from pathlib import Path
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from dagsched.policy import shipped_model_path
+from dagsched.policy import PRIORITY_MODEL, shipped_model_path
 
-DEFAULT_MODEL = shipped_model_path()
+DEFAULT_MODEL = shipped_model_path(PRIORITY_MODEL)
 
 
 class Settings(BaseSettings):

@@ -22,7 +22,7 @@ import numpy.typing as npt
 from dagsched.model.compiled import EPS
 
 try:
-    from numba import njit
+    from numba import njit as njit  # re-exported: the other kernel modules compile through it
 
     AVAILABLE = True
 except ImportError:  # pragma: no cover  (numba is a locked dependency; this keeps a bare install working)

@@ -1,0 +1,35 @@
+"""`dagsched train-priority`: the priority policy's trainer, its options generated from `PriorityTrainConfig`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from dagsched.rl.config_cli import command_from_config
+
+
+def _run(cfg: Any) -> None:
+    from rich.console import Console
+
+    from dagsched.rl.priority_train import train
+
+    console = Console()
+    _, record = train(cfg)
+    training = record["training"]
+    last = next((h for h in reversed(training["history"]) if "val_sampled_vs_heft" in h), {})
+    console.print(
+        f"{cfg.name}: {training['iterations_run']} iterations in {training['cpu_s']:.0f} CPU s; selected iteration "
+        f"{training['selected_iteration']}; last validation: greedy {last.get('val_greedy_vs_heft', float('nan')):.4f}"
+        f" x HEFT, sampled {last.get('val_sampled_vs_heft', float('nan')):.4f}, untrained sampling "
+        f"{last.get('val_untrained_vs_heft', float('nan')):.4f}"
+    )
+    if cfg.model_out:
+        console.print(f"model: {cfg.model_out}.safetensors (+ .json)")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `train-priority` to `app`."""
+    from dagsched.rl.priority_train import PriorityTrainConfig
+
+    app.command("train-priority")(command_from_config(PriorityTrainConfig, _run))

@@ -1,0 +1,66 @@
+"""The service serves the priority policy (drl-v3's kind) as drl: shipped by default, uploaded and smoke-tested
+like the per-decision kind, planning never longer than HEFT on predictions, and explained by its scores."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from fastapi.testclient import TestClient
+
+from dagsched.policy.priority_net import PriorityPolicy, save_priority_policy
+from dagsched.service.app import create_app
+
+from .conftest import AUTH, nodes, workflow
+
+
+def _priority_stem(tmp_path: Path, version: str, head_init: float = 1.0) -> Path:
+    torch.manual_seed(3)
+    stem = tmp_path / version
+    save_priority_policy(PriorityPolicy(hidden=16, layers=1, head_init=head_init), stem, {"version": version})
+    return stem
+
+
+def _files(stem: Path, weights: bytes | None = None) -> dict:
+    w = weights if weights is not None else Path(str(stem) + ".safetensors").read_bytes()
+    m = Path(str(stem) + ".json").read_bytes()
+    return {"weights": ("p.safetensors", w, "application/octet-stream"), "metadata": ("p.json", m, "application/json")}
+
+
+def test_the_shipped_model_is_the_priority_policy(make_settings) -> None:
+    """Started with the default model path, the service serves drl-v3 and plans with it by default."""
+    from dagsched.service.settings import DEFAULT_MODEL
+
+    with TestClient(create_app(make_settings(model_path=DEFAULT_MODEL))) as c:
+        info = c.get("/v1/model").json()
+        assert info["loaded"] is True and info["version"].startswith("drl-v3")
+        plan = c.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes()}).json()
+        assert plan["scheduler"] == "drl" and plan["fallback"] is False
+        heft = c.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes(), "scheduler": "heft"}).json()
+        assert plan["makespan"] <= heft["makespan"] + 1e-9
+
+
+def test_upload_plan_explain_and_refusals(client: TestClient, tmp_path: Path) -> None:
+    """A priority policy uploads over the per-decision one, plans as drl, and its plans are explained by the
+    scores; a corrupted file is refused naming the weights, and the uploaded one keeps serving."""
+    stem = _priority_stem(tmp_path, "prio-v1")
+    r = client.put("/v1/model/weights", files=_files(stem), headers=AUTH)
+    assert r.status_code == 200, r.text
+    assert r.json()["version"] == "prio-v1" and r.json()["previous"] == "tiny-v1"
+    plan = client.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes(), "scheduler": "drl"}).json()
+    assert plan["scheduler"] == "drl" and plan["model_version"] == "prio-v1" and not plan["fallback"]
+    out = client.get(f"/v1/plans/{plan['plan_id']}/explain", params={"task": "b"}).json()
+    assert out["policy"]["reproduced"] is True and out["policy"]["target"].startswith("the task's score")
+    at = out["task"]["attributions"]
+    assert at["total"] == pytest.approx(at["output"] - at["baseline_output"], abs=1e-3 * max(1.0, abs(at["output"])))
+    assert {r["group"] for r in at["by_feature"]} == {"task", "global"}
+    assert all(0 < t["policy"]["probability"] <= 1 for t in out["tasks"])
+    bad = bytearray(Path(str(stem) + ".safetensors").read_bytes())
+    bad[-8:] = b"\x00" * 8
+    r = client.put("/v1/model/weights", files=_files(stem, bytes(bad)), headers=AUTH)
+    assert r.status_code == 422 and r.json()["detail"].startswith("weights:")
+    assert client.get("/v1/model").json()["version"] == "prio-v1"
+    meta = json.loads(Path(str(stem) + ".json").read_text())
+    assert meta["format"] == "dagsched-priority-policy"
