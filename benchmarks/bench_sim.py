@@ -75,7 +75,7 @@ class Replay(Scheduler):
 TASKS_PER_WORKFLOW = 78.5
 """Mean tasks per workflow of the default stream mix (measured): sizes are asked for in tasks."""
 BASELINE = "7078079"
-"""The commit before the engine's speed-up (issue 20): the engine the side-by-side compares with."""
+"""The commit before the engine's speed-ups: the engine the side-by-side compares with."""
 
 
 class QueueReplay(Scheduler):

@@ -42,7 +42,7 @@ from dagsched.schedulers.base import Decision, Scheduler, register
 from dagsched.sim.decision import DecisionPoint
 
 ACTIONS = ("pair", "task_eft", "rank_node", "rank_top2", "auto")
-"""How a decision reads the policy's pair scores (issue 16's action-space question, measured at decode time with
+"""How a decision reads the policy's pair scores (which action space suits which problem, measured at decode time with
 one network by benchmarks/bench_policy.py): `pair` takes the best (task, node) pair or wait; `task_eft` takes the
 task of the best pair and puts it on its earliest-finish legal node (the policy is a learned priority); `rank_node`
 takes the first startable candidate in the window's order (`features.WINDOWS`: upward rank on one workflow, the
@@ -59,7 +59,7 @@ WAITS = ("policy", "idle", "auto")
 """When a decision may end in a wait while an offered pair could start: `policy`, whenever the policy prefers it
 (the decision point's wait rule allows it); `idle`, never (work-conserving: it waits only when nothing offered can
 start); `auto`, `policy` on one workflow and `idle` on a stream, where a node left idle for a better one later is
-capacity the other workflows lose (docs/policy.md, "Shared cluster")."""
+capacity the other workflows lose (docs/policy.md, "What was tried and did not win")."""
 
 
 def resolve_action(action: str, one_workflow: bool) -> str:
@@ -197,7 +197,7 @@ class DRLScheduler(Scheduler):
         self.reserve = reserve
         """with `rank_node`/`rank_top2`: hold the first startable task back (the tasks behind it are offered) when a
         node that cannot start it now would finish it earlier than every node that can by more than this share of
-        its run time there; None: never (docs/policy.md, "Shared cluster")"""
+        its run time there; None: never (docs/policy.md, "What was tried and did not win")"""
         self._warm = False
 
     def reset(self, cp: CompiledProblem, view: DecisionPoint, seed: int = 0) -> None:

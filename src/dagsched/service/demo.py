@@ -3,8 +3,8 @@
     python -m dagsched.service.demo --url http://127.0.0.1:8080 --count 20
 
 Each round plans a generated workflow (the four topology families, 10 to 40 tasks) on the
-16-node `hetero-16` cluster with some capacity in use, alternating the learned policy (`drl`, named:
-the service's default is HEFT, see docs/policy.md) and HEFT, calls the Kubernetes extender once, and
+16-node `hetero-16` cluster with some capacity in use, alternating the learned planner (`drl`, the service's
+default) and HEFT, both named per request, calls the Kubernetes extender once, and
 prints one line per plan; it ends with the address of the dashboard, which now shows them.
 """
 
