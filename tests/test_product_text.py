@@ -2,9 +2,9 @@
 
 - No numbered stop, issue, session, work item or round in README, the pages under docs/, the package's source,
   the benchmark scripts or the tests' docstrings, nor in the name of any file or folder there (the word and a
-  number after it, in a sentence or in a folder name such as "shared-drl-stop" and a number). Addresses of other projects' issue trackers (URLs)
-  are not numbered work of this project and are left out; a command-line flag such as `--rounds 5` or
-  `--imitation-rounds 30` is a flag, not a round of work.
+  number after it, in a sentence or in a folder name such as "shared-drl-stop" and a number). Addresses of
+  other projects' issue trackers (URLs) are not numbered work of this project and are left out; a command-line
+  flag such as `--rounds 5` or `--imitation-rounds 30` is a flag, not a round of work.
 - docs/results holds the current report of each suite and each experiment a page cites: at most 1.5 MB, and
   every file in it cited by a page (README.md or docs/*.md). A page cites a file by its path
   (`docs/results/shared/report.md`, a glob such as `docs/results/planner/selection-*.txt`, or a relative link
@@ -42,16 +42,27 @@ RESULTS_MAX_BYTES = 1_572_864
 def _tracked() -> list[str]:
     """Files in git's index (the product as a clone receives it), or on disk where git is absent."""
     try:
-        out = subprocess.run(
-            ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True, text=True
-        ).stdout
+        out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True, text=True).stdout
         return [p for p in out.split("\0") if p and (ROOT / p).exists()]
     except (OSError, subprocess.CalledProcessError):
         return [str(p.relative_to(ROOT)) for p in ROOT.rglob("*") if p.is_file() and ".venv" not in p.parts]
 
 
 def _is_text(path: Path) -> bool:
-    return path.suffix in {".md", ".py", ".pyi", ".js", ".html", ".css", ".json", ".yaml", ".yml", ".txt", ".proto", ".toml"}
+    return path.suffix in {
+        ".md",
+        ".py",
+        ".pyi",
+        ".js",
+        ".html",
+        ".css",
+        ".json",
+        ".yaml",
+        ".yml",
+        ".txt",
+        ".proto",
+        ".toml",
+    }
 
 
 def _numbered(text: str) -> list[str]:
@@ -72,11 +83,7 @@ def _docstrings(source: str) -> list[tuple[int, str]]:
 
 def _product_files() -> list[str]:
     """README, docs, the package and the benchmarks: every line of them is the product's text."""
-    return [
-        p
-        for p in _tracked()
-        if p == "README.md" or p.startswith(("docs/", "src/", "benchmarks/"))
-    ]
+    return [p for p in _tracked() if p == "README.md" or p.startswith(("docs/", "src/", "benchmarks/"))]
 
 
 def test_no_numbered_work_in_the_product_text() -> None:
@@ -121,7 +128,15 @@ def test_no_numbered_work_in_file_or_folder_names() -> None:
 
 def test_the_pattern_finds_numbered_work_and_nothing_else() -> None:
     """The rule's own examples: what it must find, and flags, maths and other projects' trackers it must not."""
-    for text in ["since stop 30", "Issue 16's goal", "session 4", "(stop 29;", "work item 3", "round 2 of the lab", "issue #36"]:
+    for text in [
+        "since stop 30",
+        "Issue 16's goal",
+        "session 4",
+        "(stop 29;",
+        "work item 3",
+        "round 2 of the lab",
+        "issue #36",
+    ]:
         assert _numbered(text), text
     for text in [
         "--imitation-rounds 30 --rounds 6",
@@ -144,7 +159,9 @@ CITED_PATH = re.compile(r"(?<![\w/.-])(?:docs/)?results/[\w.*{},/-]+|\]\((?:\./)
 
 
 def _pages() -> list[str]:
-    return [p for p in _tracked() if p == "README.md" or (p.startswith("docs/") and p.endswith(".md") and "/" not in p[5:])]
+    return [
+        p for p in _tracked() if p == "README.md" or (p.startswith("docs/") and p.endswith(".md") and "/" not in p[5:])
+    ]
 
 
 def _expand_braces(pattern: str) -> list[str]:
@@ -198,12 +215,9 @@ def _uncited(results_files: list[str], pages: dict[str, str]) -> list[str]:
         files, folders = _citations(page, text)
         folders += [str(PurePosixPath(f).parent) + "/" for f in files if "*" not in f]
         for rel in results_files:
-            name = PurePosixPath(rel).name
-            if any(fnmatch.fnmatchcase(rel, pattern) for pattern in files):
-                covered.add(rel)
-            elif any(rel.startswith(folder) for folder in folders) and re.search(
-                rf"(?<![\w-]){re.escape(name)}(?![\w-])", text
-            ):
+            named = re.search(rf"(?<![\w-]){re.escape(PurePosixPath(rel).name)}(?![\w-])", text)
+            in_folder = any(rel.startswith(folder) for folder in folders)
+            if any(fnmatch.fnmatchcase(rel, pattern) for pattern in files) or (in_folder and named):
                 covered.add(rel)
     frontier = list(covered)
     while frontier:
@@ -242,4 +256,8 @@ def test_the_citation_rule_is_strict() -> None:
         "README.md": "full report: [a](docs/results/a/report.md)",
         "docs/x.md": "in `docs/results/b/`: `one.txt` holds it; `docs/results/c/sel-*.txt`; run to results/d/",
     }
-    assert _uncited(results, pages) == ["docs/results/a/figures/x.png", "docs/results/b/two.txt", "docs/results/d/e.txt"]
+    assert _uncited(results, pages) == [
+        "docs/results/a/figures/x.png",
+        "docs/results/b/two.txt",
+        "docs/results/d/e.txt",
+    ]
