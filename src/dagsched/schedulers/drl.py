@@ -48,8 +48,8 @@ task of the best pair and puts it on its earliest-finish legal node (the policy 
 takes the first startable candidate in the window's order (`features.WINDOWS`: upward rank on one workflow, the
 workflow with the least work left on a stream) and lets the policy choose its node or to wait (the policy is a
 learned node rule); `rank_top2` takes the same task and lets the policy choose between its two earliest-finish
-legal nodes, never waiting while it can start (the policy as a tie-breaker of the earliest-finish rule, the issue's
-"nodes chosen among the top few by estimated finish"); `auto` is what won on held-out workloads of each kind
+legal nodes, never waiting while it can start (the policy as a tie-breaker of the earliest-finish rule: nodes
+chosen among the top few by estimated finish); `auto` is what won on held-out workloads of each kind
 (docs/policy.md): `rank_node` on one workflow, `rank_top2` on a stream (shorter mean completion than `rank_node`
 on all 16 held-out streams, and than `pair` before it: `pair` had won while the window was by upward rank and
 the policy could wait with pairs legal)."""
