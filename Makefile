@@ -23,7 +23,8 @@ run: serve
 
 serve: $(STAMP)
 	mkdir -p results
-	DAGSCHED_API_TOKEN=$${DAGSCHED_API_TOKEN:-dev-token} $(VENV)/bin/dagsched serve --host 127.0.0.1 --port $(PORT) \
+	export DAGSCHED_API_TOKEN=$${DAGSCHED_API_TOKEN:-dev-token}; \
+	  $(VENV)/bin/dagsched serve --host 127.0.0.1 --port $(PORT) \
 	  --grpc-port $(GRPC_PORT) --store sqlite:///results/service.sqlite --report-dir docs/results/standard & pid=$$!; \
 	  trap "kill $$pid" EXIT INT TERM; \
 	  $(PY) -m dagsched.service.demo --url http://127.0.0.1:$(PORT) --count 40; wait $$pid
