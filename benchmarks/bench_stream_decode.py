@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from dagsched.bench.stats import bootstrap_ci
 from dagsched.generate import cluster_preset
-from dagsched.generate.streams import Stream, generate_stream
+from dagsched.generate.streams import Source, Stream, generate_stream
 from dagsched.model import compile_problem
 from dagsched.model.compiled import CompiledProblem
 from dagsched.schedulers import make_scheduler
@@ -95,10 +95,13 @@ def stream_arguments(description: str | None) -> argparse.ArgumentParser:
     return ap
 
 
-def generated_streams(args: argparse.Namespace) -> Iterator[tuple[int, Stream]]:
-    """(seed, stream) for each of `--seeds`, as `stream_arguments` describes them."""
+def generated_streams(
+    args: argparse.Namespace, mix: str | Sequence[Source] = "default"
+) -> Iterator[tuple[int, Stream]]:
+    """(seed, stream) of `mix` for each of `--seeds`, as `stream_arguments` describes them."""
+    cluster = cluster_preset(args.cluster)
     for seed in (int(s) for s in args.seeds.split(",")):
-        yield seed, generate_stream(cluster_preset(args.cluster), args.workflows, args.load, args.arrival, seed=seed)
+        yield seed, generate_stream(cluster, args.workflows, args.load, args.arrival, seed=seed, mix=mix)
 
 
 def held_out_streams(args: argparse.Namespace) -> Iterator[tuple[int, CompiledProblem]]:

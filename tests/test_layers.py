@@ -132,15 +132,15 @@ def test_the_check_sees_an_upward_import() -> None:
 
 SIM_LAYERS: list[tuple[str, ...]] = [
     ("config", "kernels", "network", "slots", "trace", "simgrid_replay"),
-    ("disruptions", "metrics", "validate"),
-    ("state",),
+    ("disruptions", "metrics", "validate", "slot_kernels"),
+    ("state", "listsched"),
     ("decision",),
     ("engine",),
     ("run", "crosscheck", "objective", "export"),
 ]
 """The simulator's modules, bottom to top: settings, compiled kernels, the contended network, planning timelines
-and the trace (and SimGrid's replay, which imports nothing of dagsched); the hidden randomness, metrics and the
-validator; the state and its queries; the decision point and the scheduler interface; the engine (heap and
+and the trace (and SimGrid's replay, which imports nothing of dagsched); the hidden randomness, metrics, the
+validator and the compiled timelines; the state and its queries, and the compiled list scheduler; the decision point and the scheduler interface; the engine (heap and
 handlers); what drives or reads whole runs."""
 
 SIM_RANK = {f"dagsched.sim.{name}": i for i, names in enumerate(SIM_LAYERS) for name in names}
