@@ -1,7 +1,7 @@
 """How far below `fair` a shared cluster's mean completion time can go: the best of many runs of a rule family.
 
-Issue 16 asks drl for 0.85 x the best online heuristic's mean completion time at load 0.85. This bench
-measures what the online rules that come closest reach on the same streams when one is allowed to pick,
+How close can a scheduler come to 0.85 x the best online heuristic's mean completion time at load 0.85? This
+bench measures what the online rules that come closest reach on the same streams when one is allowed to pick,
 after the fact, the best of N runs: the `srpt+eft` rule (the workflow with the least work left first, its
 longest tail first, the earliest-finish startable node; `bench_stream_decode.py`) perturbed in two ways,
 each workflow's work left multiplied by a lognormal factor (sigma 0, 0.3 or 1, fixed per run) and the second

@@ -1,7 +1,7 @@
 """Training the node rule (`drl_plan`) by DAgger on the labels of HEFT's rollout (`heft_lookahead`).
 
 Each round plans problems of the training families with `drl_plan`, the teacher's choice taken with
-probability beta (1 in round 0, falling to `beta_min`) and the learner's otherwise, so the states are
+probability beta (1 in the first round, falling to `beta_min`) and the learner's otherwise, so the states are
 those the learner reaches (Ross et al. 2011); the learner acts as `drl_plan` does, completing the plan
 only where the rule doubts HEFT's node. Every visited choice of two or more nodes is labelled with the
 end of the HEFT-completed plan from each candidate, and the rule is fitted on everything gathered so

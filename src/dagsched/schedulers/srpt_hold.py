@@ -9,8 +9,8 @@ and the tasks behind it are served; it is offered again at the next decision poi
 under load keeps its fast nodes busy, and the rules that never leave a task waiting while some node is free
 put it on a slow one: on held-out streams (hetero-16, load 0.85, seeds 111-120) the hold shortened the mean
 completion time of the same order without it on 9 of 10 Poisson and 8 of 10 bursty streams, by 2.4 and 4.8 %
-on average, and on the `shared` suite's hetero-16 streams it is shorter than `fair` on 71 of 80 (docs/policy.md,
-"Shared cluster", stop 32). `HOLD_MARGIN` was chosen on streams 101-110 among 0.1, 0.2 and 0.3 (at 0.5 nothing
+on average, and on the `shared` suite's hetero-16 streams it is shorter than `fair` on 71 of 80 (docs/shared-cluster.md,
+"Online baselines"). `HOLD_MARGIN` was chosen on streams 101-110 among 0.1, 0.2 and 0.3 (at 0.5 nothing
 is held there: hetero-16's speeds differ by at most 2 x).
 Source: shortest remaining processing time (Schrage 1968) at the workflow level, the order Decima's tuned fair
 baseline approaches; the hold is the earliest-finish rule over every node, busy ones at their earliest start
