@@ -16,15 +16,18 @@ $(STAMP): requirements.lock pyproject.toml
 
 # the product's main job: the scheduling service on localhost:8080 (HTTP) and localhost:50051 (gRPC) with the shipped
 # model and a SQLite store, and a demo client that fills it with plans, decisions, executed runs and metrics (Ctrl-C
-# stops it)
+# stops it); `make run PORT=8081 GRPC_PORT=50052` where those ports are taken
+PORT ?= 8080
+GRPC_PORT ?= 50051
 run: serve
 
 serve: $(STAMP)
 	mkdir -p results
-	DAGSCHED_API_TOKEN=$${DAGSCHED_API_TOKEN:-dev-token} $(VENV)/bin/dagsched serve --host 127.0.0.1 --port 8080 \
-	  --grpc-port 50051 --store sqlite:///results/service.sqlite --report-dir docs/results/standard & pid=$$!; \
+	export DAGSCHED_API_TOKEN=$${DAGSCHED_API_TOKEN:-dev-token}; \
+	  $(VENV)/bin/dagsched serve --host 127.0.0.1 --port $(PORT) \
+	  --grpc-port $(GRPC_PORT) --store sqlite:///results/service.sqlite --report-dir docs/results/standard & pid=$$!; \
 	  trap "kill $$pid" EXIT INT TERM; \
-	  $(PY) -m dagsched.service.demo --url http://127.0.0.1:8080 --count 40; wait $$pid
+	  $(PY) -m dagsched.service.demo --url http://127.0.0.1:$(PORT) --count 40; wait $$pid
 
 # the gRPC service's Python stubs, committed beside their .proto (tests/service/test_grpc.py checks they match it)
 GRPC_PROTO := src/dagsched/service/rpc/dagsched.proto
@@ -52,8 +55,9 @@ bench-standard: $(STAMP)
 	$(VENV)/bin/dagsched bench --suite standard --out results/standard
 	$(VENV)/bin/dagsched report results/standard --out docs/results/standard --readme README.md --command "make bench"
 
-# streams of workflows on a loaded shared cluster (docs/shared-cluster.md); the whole grid is about 21 hours on two
-# cores: SHARED_ARGS="--clusters hetero-16,homog-8 --seeds 1,2" runs the slice the committed report shows (about 1.5 h)
+# streams of workflows on a loaded shared cluster (docs/shared-cluster.md); the whole grid is about 37 hours on two
+# cores (75 core-hours; Ray: --address): SHARED_ARGS="--clusters hetero-16,homog-8 --loads 0.85 --schedulers
+# fair,srpt_hold,kube_default,heft,drl_stream" runs the slice the committed report shows (about 1.5 h on one core)
 SHARED_ARGS ?=
 bench-shared: $(STAMP)
 	$(VENV)/bin/dagsched bench --suite shared --out results/shared $(SHARED_ARGS)

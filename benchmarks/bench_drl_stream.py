@@ -4,7 +4,7 @@ One stream (hetero-16, the `shared` mode, bursty arrivals by default: bursts kee
 walks many windows of 16 ready tasks), run with `drl` under each setting, alternated `--rounds` times:
 
 - `full`: every window walked and every pick re-embeds every open task (what `PolicyInference` did before
-  stop 30: `INCREMENTAL_MAX_SHARE` set below 0 turns the row updates off);
+  its row updates: `INCREMENTAL_MAX_SHARE` set below 0 turns the row updates off);
 - `incremental`: within one instant only the task rows a pick or a wait changed, and what they reach through
   the message-passing rounds, are recomputed (the default);
 - with `--waits policy,idle` each of those under both wait rules (`drl.WAITS`; the stream default is idle).

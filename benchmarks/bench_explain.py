@@ -1,4 +1,4 @@
-"""What explaining costs, beside what planning costs (issue 17): a 1,000-task workflow on 100 nodes.
+"""What explaining costs, beside what planning costs: a 1,000-task workflow on 100 nodes.
 
 Figures, in one process, one torch thread, the shipped policy:
 - plan: the drl scheduler plans the workflow (what /v1/schedule runs, less HTTP and the store);

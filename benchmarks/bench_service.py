@@ -14,7 +14,7 @@ measured side by side in one sitting, e.g. this tree's server against another's 
 
 Run:  .venv/bin/python benchmarks/bench_service.py [--plans 300] [--prioritize 3000] [--memory-requests 5000]
       [--workers 1] [--concurrency 1] [--server-src OTHER_TREE/src]
-The issue's memory figure is after 100,000 requests: --memory-requests 100000.
+The published memory figure is after 100,000 requests: --memory-requests 100000.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def main() -> None:
     parser.add_argument("--plans", type=int, default=300, help="timed plans per scheduler")
     parser.add_argument("--prioritize", type=int, default=3000, help="timed extender prioritize calls")
     parser.add_argument(
-        "--memory-requests", type=int, default=5000, help="prioritize calls over which RSS is read (issue: 100000)"
+        "--memory-requests", type=int, default=5000, help="prioritize calls over which RSS is read (published: 100000)"
     )
     parser.add_argument("--workers", type=int, default=1, help="server worker processes (`serve --workers`)")
     parser.add_argument("--concurrency", type=int, default=1, help="client processes calling at once")

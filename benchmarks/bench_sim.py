@@ -1,7 +1,7 @@
 """Simulator throughput, HEFT planning time and decision latency per scheduler.
 
 Prints figures; asserts nothing about wall-clock time (the machine is shared).
-First, the engine alone on workflow streams (the shared-cluster issue's default mix on `large-100`, load
+First, the engine alone on workflow streams (the shared suite's default mix on `large-100`, load
 0.85, Poisson, cloud mode) of about 1k, 10k, 100k and 1M tasks, this tree's engine side by side with a
 previous one (`--baseline`, a git revision checked out as a worktree and run in a child process through
 PYTHONPATH): each task goes to the least-loaded node that fits it, nodes start their tasks in arrival and
@@ -75,7 +75,7 @@ class Replay(Scheduler):
 TASKS_PER_WORKFLOW = 78.5
 """Mean tasks per workflow of the default stream mix (measured): sizes are asked for in tasks."""
 BASELINE = "7078079"
-"""The commit before the engine's speed-up (issue 20): the engine the side-by-side compares with."""
+"""The commit before the engine's speed-ups: the engine the side-by-side compares with."""
 
 
 class QueueReplay(Scheduler):

@@ -138,10 +138,10 @@ SIM_LAYERS: list[tuple[str, ...]] = [
     ("engine",),
     ("run", "crosscheck", "objective", "export"),
 ]
-"""The simulator's modules, bottom to top: settings, compiled kernels, the contended network, planning timelines and the
-trace (and SimGrid's replay, which imports nothing of dagsched); the hidden randomness, metrics, the validator and
-the timelines as arrays; the state and its queries, and the compiled list scheduler; the decision point and the
-scheduler interface; the engine (heap and handlers); what drives or reads whole runs."""
+"""The simulator's modules, bottom to top: settings, compiled kernels, the contended network, planning timelines
+and the trace (and SimGrid's replay, which imports nothing of dagsched); the hidden randomness, metrics, the
+validator and the compiled timelines; the state and its queries, and the compiled list scheduler; the decision
+point and the scheduler interface; the engine (heap and handlers); what drives or reads whole runs."""
 
 SIM_RANK = {f"dagsched.sim.{name}": i for i, names in enumerate(SIM_LAYERS) for name in names}
 

@@ -1,4 +1,5 @@
-"""Where issue 16's shared-cluster goal sits against what no scheduler can beat by much: each workflow alone.
+"""Where 0.85 x the best online heuristic's mean completion sits against what no scheduler beats by much: each
+workflow alone.
 
 The goal asks drl for a mean workflow completion time of 0.85 x the best online heuristic's (`fair`) at load 0.85.
 On the same held-out streams this bench prints, per stream, `fair`'s steady-state mean completion and two floors
@@ -44,7 +45,7 @@ from dagsched.sim.engine import Simulator
 from dagsched.sim.metrics import DRAIN_FRACTION, WARMUP_FRACTION, steady_state, workflow_outcomes
 
 GOAL = 0.85
-"""Issue 16: drl's mean completion <= GOAL x the best online heuristic's."""
+"""The goal measured against: drl's mean completion <= GOAL x the best online heuristic's."""
 
 
 def pooled_srpt_completion_s(submit_s: np.ndarray, work: np.ndarray, rate: float) -> np.ndarray:

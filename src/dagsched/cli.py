@@ -179,8 +179,9 @@ def simulate(
     gantt: Annotated[Path | None, typer.Option(help="write a Gantt chart PNG")] = None,
     trace: Annotated[Path | None, typer.Option(help="write the trace (.json or .csv)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+    plan: Annotated[bool, typer.Option("--plan", help="also print where and when each task ran")] = False,
 ) -> None:
-    """Simulate one scheduler on a problem and print its metrics."""
+    """Simulate one scheduler on a problem and print its metrics (with --plan, each task's node and times)."""
     from dagsched.sim.export import write_gantt, write_trace
     from dagsched.sim.run import simulate as run_one
 
@@ -207,13 +208,28 @@ def simulate(
         out |= {f"util_{r}": v for r, v in sm.utilisation.items()}
     if not as_json:
         out.pop("workflow_makespans")
+    runs = [
+        {
+            "task": cp.task_ids[a.task],
+            "node": cp.node_ids[a.node],
+            "start": a.start,
+            "finish": a.end,
+            "outcome": a.outcome,
+        }
+        for a in sorted(result.trace.attempts, key=lambda a: (a.start, a.task))
+    ]
     if as_json:
-        print(json.dumps(out))
+        print(json.dumps(out | ({"plan": runs} if plan else {})))
     else:
         table = Table(title=f"{scheduler} on {', '.join(p.name for p in workflow)} (seed {seed})", show_header=False)
         for key, value in out.items():
             table.add_row(key, f"{value:,.4g}" if isinstance(value, float) else str(value))
         console.print(table)
+        if plan:
+            runs_table = Table("task", "node", "start s", "finish s", "outcome", title="plan, by start time")
+            for r in runs:
+                runs_table.add_row(r["task"], r["node"], f"{r['start']:,.1f}", f"{r['finish']:,.1f}", r["outcome"])
+            console.print(runs_table)
     if not result.valid:
         err_console.print("[bold red]trace failed validation:[/] " + "; ".join(result.violations[:5]))
         raise typer.Exit(1)

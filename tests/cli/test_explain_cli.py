@@ -26,21 +26,51 @@ def _etl(tmp_path: Path) -> Path:
     return path
 
 
-def test_explain_drl_writes_attributions_for_its_least_certain_decision(tmp_path: Path) -> None:
+def _colours(png: Path) -> set[tuple[int, int, int]]:
+    import matplotlib.image as mpimg
+    import numpy as np
+
+    rgb = (mpimg.imread(png)[..., :3] * 255).round().astype(int)
+    return {tuple(int(c) for c in px) for px in np.unique(rgb.reshape(-1, 3), axis=0)}
+
+
+def test_explain_drl_attributes_the_score_of_its_least_certain_decision(tmp_path: Path) -> None:
+    from dagsched.explain.plots import LOWERS_RGB, RAISES_RGB
+
     out = tmp_path / "out"
     r = runner.invoke(app, ["explain", "-w", str(_etl(tmp_path)), "-c", "hetero-16", "-o", str(out)])
     assert r.exit_code == 0, r.output
     doc = json.loads((out / "explain.json").read_text())
-    assert doc["policy"]["reproduced"] is True and doc["policy"]["model_version"] == "drl-v2"
+    assert doc["policy"]["reproduced"] is True and doc["policy"]["model_version"] == "drl-v3"
     certain = {t["task"]: t["policy"]["probability"] for t in doc["tasks"]}
-    assert doc["task"]["task"] == min(certain, key=certain.get)
+    assert certain[doc["task"]["task"]] == min(certain.values())
     gpu = next(t for t in doc["tasks"] if t["task"] == "model_training")
     assert gpu["node"].startswith("gpu-")  # the only nodes with a GPU; the others are rejected, with the reason
     assert all(x["constraint"].startswith("capacity: gpu 1 > free 0") for x in gpu["evidence"]["rejected"])
     at = doc["task"]["attributions"]
+    assert at["target"].startswith("the task's score")
     assert abs(at["total"] - (at["output"] - at["baseline_output"])) <= 1e-2 * max(1.0, abs(at["total"]))
+    # the console names the inputs that raised the score most and those that lowered it, with their values
+    ups = sorted((f for f in at["by_feature"] if f["value"] > 0), key=lambda f: -f["value"])
+    downs = sorted((f for f in at["by_feature"] if f["value"] < 0), key=lambda f: f["value"])
+    assert ups and downs
+    text = " ".join(r.output.split())
+    assert f"raised by: {ups[0]['group']}.{ups[0]['feature']}" in text
+    assert f"lowered by: {downs[0]['group']}.{downs[0]['feature']}" in text
     for png in ("attributions.png", "dag.png"):
         assert (out / png).read_bytes().startswith(b"\x89PNG")
+    # the largest bar is drawn in the colour of its sign: red raises the score, blue lowers it
+    largest = at["by_feature"][0]
+    assert (RAISES_RGB if largest["value"] > 0 else LOWERS_RGB) in _colours(out / "attributions.png")
+
+
+def test_explain_drl_step_attributes_its_decision(tmp_path: Path) -> None:
+    out = tmp_path / "step"
+    r = runner.invoke(app, ["explain", "-w", str(_etl(tmp_path)), "-s", "drl_step", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads((out / "explain.json").read_text())
+    assert doc["policy"]["model_version"] == "drl-v2" and doc["task"]["attributions"] is not None
+    assert "raised by:" in r.output and (out / "attributions.png").exists()
 
 
 def test_explain_heft_gives_evidence_and_a_dag_coloured_by_node(tmp_path: Path) -> None:

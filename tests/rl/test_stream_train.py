@@ -9,15 +9,16 @@ import math
 
 import numpy as np
 import pytest
+import typer
+from typer.testing import CliRunner
 
 from dagsched.policy.stream_index import IndexNet
+from dagsched.rl.config_cli import command_from_config, field_docs
 from dagsched.rl.stream_train import (
     Adam,
     StreamTrainConfig,
     centred_ranks,
-    config_parser,
     es_gradient,
-    field_docs,
     plackett_luce_loss,
     train,
 )
@@ -66,14 +67,22 @@ def test_plackett_luce_loss_is_the_orders_likelihood() -> None:
 
 
 def test_the_command_line_is_generated_from_the_config() -> None:
-    """Every field is a flag with its docstring; no flags give the dataclass's defaults; tuples parse from commas."""
+    """Every field is an option with its docstring; no options give the dataclass's defaults; tuples parse from
+    commas, and a pair given three values is refused naming the field (exit 2)."""
     docs = field_docs(StreamTrainConfig)
     assert set(docs) == {f.name for f in dataclasses.fields(StreamTrainConfig)}
-    ap = config_parser()
-    assert StreamTrainConfig(**vars(ap.parse_args([]))) == StreamTrainConfig()
-    cfg = StreamTrainConfig(**vars(ap.parse_args(["--load-range", "0.6,0.9", "--clusters", "homog-8", "--seed", "4"])))
-    assert cfg.load_range == (0.6, 0.9) and cfg.clusters == ("homog-8",) and cfg.seed == 4
-    assert "seeds the streams drawn" in ap.format_help()
+    seen: list[StreamTrainConfig] = []
+    app = typer.Typer()
+    app.command()(command_from_config(StreamTrainConfig, seen.append))
+    runner = CliRunner()
+    assert runner.invoke(app, []).exit_code == 0 and seen[-1] == StreamTrainConfig()
+    out = runner.invoke(app, ["--load-range", "0.6,0.9", "--clusters", "homog-8", "--seed", "4"])
+    assert out.exit_code == 0, out.output
+    assert seen[-1].load_range == (0.6, 0.9) and seen[-1].clusters == ("homog-8",) and seen[-1].seed == 4
+    bad = runner.invoke(app, ["--load-range", "0.5,0.7,0.9"])
+    assert bad.exit_code == 2 and "2 comma-separated values" in bad.output
+    assert len(seen) == 2
+    assert "seeds the streams drawn" in runner.invoke(app, ["--help"]).output
 
 
 def test_a_tiny_run_writes_weights_that_say_what_they_trained_on(tmp_path) -> None:

@@ -24,7 +24,8 @@ def test_the_demo_plans_and_ends_with_the_dashboards_address(
         monkeypatch.setattr(demo.httpx, "Client", client)
         demo.main(["--url", "http://testserver/", "--count", "2", "--executed", "0"])
         lines = capsys.readouterr().out.strip().splitlines()
-        assert len(lines) == 4 and "makespan" in lines[0] and "makespan" in lines[1]
+        assert len(lines) == 5 and lines[0].startswith("waiting for the service at http://testserver/")
+        assert "makespan" in lines[1] and "makespan" in lines[2]
         assert lines[-1] == "dashboard: http://testserver/ui/"
         page = service.get("/ui/")
         assert page.status_code == 200 and "<html" in page.text.lower()

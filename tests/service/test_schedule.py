@@ -219,3 +219,16 @@ def test_oversized_body_gets_413(make_settings) -> None:
             c.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes(), "scheduler": "heft"}).status_code
             == 200
         )
+
+
+def test_the_openapi_text_names_the_default_scheduler_the_config_has(client: TestClient) -> None:
+    """What /openapi.json tells a client about the default scheduler is what the config's default is."""
+    from dagsched.service.config import RuntimeConfig
+
+    default = RuntimeConfig().default_scheduler
+    spec = client.get("/openapi.json").json()
+    field = spec["components"]["schemas"]["ScheduleRequest"]["properties"]["scheduler"]["description"]
+    route = spec["paths"]["/v1/schedule"]["post"]["description"]
+    assert f"({default})" in field
+    assert f"`{default}`" in route
+    assert client.get("/v1/config").json()["default_scheduler"] == default

@@ -1,4 +1,4 @@
-"""The engine's traces, bit for bit, against fingerprints recorded before its speed-ups (issue 20).
+"""The engine's traces, bit for bit, against fingerprints recorded before its speed-ups.
 
 Each case runs one scheduler on one problem in one mode and hashes the whole trace (every attempt, outage,
 slowdown and transfer, floats by `repr`, and the number of decisions). A change that only makes the engine

@@ -52,6 +52,23 @@ def explain_problem(
     return {**out, "makespan": result.metrics.makespan, "cost": result.metrics.cost}
 
 
+def attribution_lines(attributions: dict[str, Any], top: int = 3) -> list[str]:
+    """The inputs that raised the attributed output most and those that lowered it most, one line each."""
+    rows = attributions["by_feature"]
+    ups = sorted((r for r in rows if r["value"] > 0), key=lambda r: -r["value"])[:top]
+    downs = sorted((r for r in rows if r["value"] < 0), key=lambda r: r["value"])[:top]
+
+    def fmt(rs: list[dict[str, Any]]) -> str:
+        return ", ".join(f"{r['group']}.{r['feature']} {r['value']:+.3g}" for r in rs) or "none"
+
+    return [
+        f"attributed: {attributions['target']}; {attributions['output']:.4g} against "
+        f"{attributions['baseline_output']:.4g} at the baseline ({attributions['baseline']})",
+        f"raised by: {fmt(ups)}",
+        f"lowered by: {fmt(downs)}",
+    ]
+
+
 def _load(workflow: Path, cluster: str) -> Any:
     """The compiled problem of one workflow file on a preset or a cluster file (classic files carry their own)."""
     from dagsched.generate.clusters import cluster_from_spec
@@ -131,9 +148,12 @@ def register(app: Any) -> None:
         name = cp.wf_names[0]
         if detail["attributions"] is not None:
             at = detail["attributions"]
-            write_attribution_bars(
-                at, out / "attributions.png", f"{name}: why {detail['task']} went to {detail['node']}"
+            why = (
+                f"what raised {detail['task']}'s score (placed on {detail['node']})"
+                if scheduler == "drl"
+                else f"why {detail['task']} went to {detail['node']}"
             )
+            write_attribution_bars(at, out / "attributions.png", f"{name}: {why}")
             values = {r["task"]: r["value"] for r in at["by_task"]}
             write_dag(
                 cp,
@@ -150,4 +170,7 @@ def register(app: Any) -> None:
         if pol is not None:
             line += f" with probability {pol['probability']:.3f}"
         console.print(line)
+        if detail["attributions"] is not None:
+            for text in attribution_lines(detail["attributions"]):
+                console.print(text)
         console.print(f"wrote {out / 'explain.json'} and the PNGs in {out}")

@@ -13,8 +13,9 @@ from dagsched.model.compiled import CompiledProblem
 TOP_FEATURES = 15
 
 RAISES_RGB, LOWERS_RGB = (225, 87, 89), (78, 121, 167)
-"""The dashboard's colours for attributions (`diverging` in ui/dom.js): red raises the chosen action's
-log-probability, blue lowers it, white is none; the pictures use the same, so a reader sees one convention."""
+"""The dashboard's colours for attributions (`diverging` in ui/dom.js): red raises the attributed output (the chosen
+action's log-probability, or drl's task score), blue lowers it, white is none; the pictures use the same, so a
+reader sees one convention."""
 
 
 def _hex(rgb: tuple[int, int, int]) -> str:

@@ -17,8 +17,13 @@ SKIPPED_TRACE_FOLDERS = ("legacy", "helloworld")
 """MANIFEST families left out of suites: legacy/ duplicates older schema versions, helloworld/ is toys."""
 
 
+SAMPLE_TRACES = Path("examples") / "wfcommons"
+"""The repository's own sample of real traces (eight small ones, LICENSE beside them): what a clone has."""
+
+
 def wfinstances_root() -> Path:
-    """The WfCommons traces: $DAGSCHED_WFINSTANCES, else ../shared/data/wfinstances beside the repository.
+    """The WfCommons traces: $DAGSCHED_WFINSTANCES, else ../shared/data/wfinstances beside the repository (the
+    full set), else the repository's sample, `examples/wfcommons`.
 
     The repository is found from the working directory first (the usual `make` case), then from this
     file (an editable install run from elsewhere).
@@ -26,8 +31,10 @@ def wfinstances_root() -> Path:
     env = os.environ.get("DAGSCHED_WFINSTANCES")
     if env:
         return Path(env).resolve()
+    here = Path(__file__).resolve().parents
     candidates = [Path.cwd() / ".." / "shared" / "data" / "wfinstances"]
-    candidates += [p.parent / "shared" / "data" / "wfinstances" for p in Path(__file__).resolve().parents[2:5]]
+    candidates += [p.parent / "shared" / "data" / "wfinstances" for p in here[2:5]]
+    candidates += [Path.cwd() / SAMPLE_TRACES, here[3] / SAMPLE_TRACES]
     for path in candidates:
         if (path / "MANIFEST.csv").exists():
             return path.resolve()

@@ -54,13 +54,13 @@ from dagsched.sim.decision import DONE, DecisionPoint
 FEATURE_VERSION = 2
 """Bump on any change to the features below (names, order, normalisation). 2: the look-ahead pair features
 `oct` and `o_eft_gap` (what a task's placement does to its successors' communication), and on a problem of
-several workflows the task summary over the open ones only (`FeatureBuilder.visible`); issue 16."""
+several workflows the task summary over the open ones only (`FeatureBuilder.visible`)."""
 
 WINDOWS = ("rank", "srpt", "auto")
 """The order the offered window takes ready tasks in (after "can start now"): `rank`, HEFT's upward rank;
 `srpt`, the workflow with the least work left first (shortest remaining processing time, the rule that lowers
 mean completion on a shared cluster; running tasks count whole), then upward rank inside it; `auto`, `rank` on
-a problem of one workflow and `srpt` on several (docs/policy.md, "Shared cluster")."""
+a problem of one workflow and `srpt` on several (docs/policy.md, "What was tried and did not win")."""
 
 FEATURE_CLIP = 10.0
 """Every feature lies in [-FEATURE_CLIP, FEATURE_CLIP]."""

@@ -4,9 +4,10 @@
 what to read, how to train, when the result is good enough to ship. The training itself is a function of the
 problems and the current model, whatever its kind: `trainer(model)` finds it by the model's class
 (`register_kind`), so each learned scheduler brings its own (the per-decision policy's is DAgger from
-HEFT-from-here, `dagger`); `evaluate` plans every held-out problem greedily with old and new in the one
-simulator; `verdict` says whether new won by the margin. Reading the logs, building the problems and shipping
-are the service's (`dagsched.service.finetune`).
+HEFT-from-here, `dagger`; the priority policy's, a few passes of its own POMO updates, `priority_passes`);
+`evaluate` plans every held-out problem with old and new in the one simulator, as the service plans;
+`verdict` says whether new won by the margin. Reading the logs, building the problems and shipping are the
+service's (`dagsched.service.finetune`).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class FinetuneConfig:
     outlier_bound: float = 10.0
     """an executed task past this many times (or under 1/this) its declared runtime is an outlier"""
     model: str | None = None
-    """policy stem to start from (default: the shipped model)"""
+    """policy stem to start from, of either kind (default: the service's default, the priority policy drl-v3)"""
     service: str | None = None
     """service URL to upload a winner to (token: DAGSCHED_API_TOKEN); without it the winner goes to --out"""
     out: str = "dagsched-finetune"
@@ -54,15 +55,15 @@ class FinetuneConfig:
     max_problems: int = 200
     """newest plans read at most (keeps the fine-tune brief)"""
     rounds: int = 2
-    """DAgger rounds (each plays every training problem once)"""
+    """DAgger rounds (each plays every training problem once); the priority policy: rounds x epochs passes"""
     epochs: int = 2
-    """passes over the DAgger buffer per round"""
+    """passes over the DAgger buffer per round (the priority policy: passes over the problems per round)"""
     lr: float = 1e-4
     """Adam learning rate (small: stay near the serving policy)"""
     beta: float = 0.5
-    """probability the teacher acts in a step (else the policy being tuned)"""
+    """probability the teacher acts in a step (else the policy being tuned; the per-decision policy's DAgger)"""
     batch_size: int = 64
-    """states per minibatch"""
+    """states per minibatch (the per-decision policy's DAgger)"""
     margin: float = 0.01
     """ship only when the mean new/old makespan on the held-out plans is under 1 - margin"""
     seed: int = 0
@@ -162,7 +163,7 @@ def register_kind(model_class: type, kind: Kind) -> None:
 
 
 def kind_of(model: Any) -> Kind:
-    """The Kind of a model (the per-decision policy's is built in)."""
+    """The Kind of a model (the per-decision and the priority policy's are built in)."""
     if not _KINDS:
         _register_builtin()
     for cls in type(model).__mro__:
@@ -178,7 +179,9 @@ def trainer(model: Any) -> Trainer:
 def _register_builtin() -> None:
     from dagsched.policy.files import save_policy
     from dagsched.policy.gnn import SchedulingPolicy
+    from dagsched.policy.priority_net import PriorityPolicy, save_priority_policy
     from dagsched.schedulers.drl import DRLScheduler
+    from dagsched.schedulers.priority_sampling import SERVICE_SAMPLING, PrioritySampling
 
     register_kind(
         SchedulingPolicy,
@@ -188,6 +191,18 @@ def _register_builtin() -> None:
             save=lambda policy, stem: save_policy(policy, stem)[1],
             algorithm=lambda cfg: (
                 f"DAgger from HEFT-from-here, {cfg.rounds} rounds x {cfg.epochs} epochs, lr {cfg.lr:g}"
+            ),
+        ),
+    )
+    register_kind(
+        PriorityPolicy,
+        Kind(
+            train=priority_passes,
+            scheduler=lambda policy: PrioritySampling(policy=policy, **SERVICE_SAMPLING),
+            save=lambda policy, stem: save_priority_policy(policy, stem)[1],
+            algorithm=lambda cfg: (
+                f"POMO on the logged problems (the priority trainer's updates, K = 16, anchor 0.01), "
+                f"{cfg.rounds} rounds x {cfg.epochs} passes, lr {cfg.lr:g}"
             ),
         ),
     )
@@ -236,11 +251,24 @@ def dagger(problems: list[LoggedProblem], policy: Any, cfg: FinetuneConfig) -> t
     return new, stats
 
 
+# ---- the priority policy's trainer -----------------------------------------------------------------------------
+
+
+def priority_passes(problems: list[LoggedProblem], policy: Any, cfg: FinetuneConfig) -> tuple[Any, dict[str, float]]:
+    """A copy of the priority policy of `drl` after `cfg.rounds x cfg.epochs` passes of its own trainer's updates
+    (`rl.priority_train.finetune`: POMO on the Plackett-Luce likelihood of K = 16 sampled orders per problem, the
+    anchor keeping it near where it starts) over the logged problems, at the small learning rate `cfg.lr`."""
+    from dagsched.rl.priority_train import finetune
+
+    return finetune(policy, [p.cp for p in problems], cfg.rounds * cfg.epochs, cfg.lr, cfg.seed)
+
+
 # ---- judging old against new ------------------------------------------------------------------------------
 
 
 def evaluate(old: Any, new: Any, problems: list[LoggedProblem]) -> list[HeldOutResult]:
-    """Greedy makespan of each model on each problem, in the one simulator (as the service plans)."""
+    """Each model's makespan on each problem in the one simulator, planned as the service plans with it (its
+    Kind's scheduler: the per-decision policy greedily, the priority policy with the service's sampling)."""
     from dagsched.schedulers import simulate
 
     def makespan(model: Any, cp: CompiledProblem) -> float:

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from dagsched.model.compiled import CompiledProblem
 from dagsched.policy.priority_features import PriorityInputs, task_features
 from dagsched.policy.priority_net import PriorityConfig, PriorityPolicy, save_priority_policy
 from dagsched.rl.priority_curriculum import HELD_OUT, TRAIN_FAMILIES, TRAIN_RECIPES, Draw, draw_problem
@@ -166,18 +167,46 @@ class Prepared:
 
 
 def prepare(draw: Draw) -> Prepared:
+    return prepare_problem(draw.cp, draw.classic)
+
+
+def prepare_problem(cp: CompiledProblem, classic: bool) -> Prepared:
+    """`cp` ready to decode from an empty cluster at time 0, in classic or cloud mode."""
     from dagsched.schedulers.static import PlanState, decode_inputs
     from dagsched.sim.config import MODES
     from dagsched.sim.engine import Simulator
 
-    cp = draw.cp
-    sim = Simulator(cp, MODES["classic"] if draw.classic else SimConfig())
+    sim = Simulator(cp, MODES["classic"] if classic else SimConfig())
     sim.step()
     dp = sim.decision_point()
     dec = decode_inputs(dp, list(range(cp.n_tasks)), dp.node_timelines(), PlanState(dp))
-    inputs = task_features(cp, draw.classic)
+    inputs = task_features(cp, classic)
     heft = float(listsched.decode(dec, inputs.rank_u).spans[0])
     return Prepared(inputs, dec, torch.from_numpy(inputs.x), torch.from_numpy(inputs.edge_index), heft)
+
+
+def problem_loss(
+    policy: PriorityPolicy, p: Prepared, cfg: PriorityTrainConfig, rng: np.random.Generator
+) -> tuple[Tensor, dict[str, float]]:
+    """The loss of one problem (`cfg.method` on K = `cfg.samples` Gumbel samples of the scores, with the entropy
+    bonus and the anchor) and its statistics: best sample over HEFT, entropy, the samples' spread."""
+    scores, learned = policy.forward_parts(p.x, p.edge_index)
+    noise = rng.gumbel(size=(cfg.samples, len(p.inputs.rank_u)))
+    out = listsched.decode_many(p.decode, scores.detach().double().numpy() + noise)
+    logp, ent = plackett_luce(scores, out.orders, out.ready_steps)
+    n_steps = out.orders.shape[1]
+    if cfg.method == "pomo":
+        unit = p.heft_span if cfg.advantage == "heft" else float(out.spans.std())
+        loss = pomo_loss(logp, out.spans, unit, n_steps)
+    else:
+        loss = slim_loss(logp, out.spans, n_steps)
+    loss = loss - cfg.entropy * ent.mean() + cfg.anchor * learned.pow(2).mean()
+    stats = {
+        "entropy": float(ent.mean().detach()),
+        "best_sample_vs_heft": float(out.spans.min()) / p.heft_span,
+        "sample_spread": float(out.spans.std() / max(out.spans.mean(), 1e-12)),
+    }
+    return loss, stats
 
 
 def evaluate(policy: PriorityPolicy, problems: list[Prepared], samples: int, seed: int) -> dict[str, float]:
@@ -250,23 +279,12 @@ def train(cfg: PriorityTrainConfig, report: Any = None) -> tuple[PriorityPolicy,
         opt.zero_grad()
         for _ in range(cfg.batch):
             draw = draw_problem(rng, size, cfg.ccr, cfg.heterogeneity, cfg.nodes, cfg.recipe_share, cfg.classic_share)
-            p = prepare(draw)
-            scores, learned = policy.forward_parts(p.x, p.edge_index)
-            noise = rng.gumbel(size=(cfg.samples, draw.cp.n_tasks))
-            out = listsched.decode_many(p.decode, scores.detach().double().numpy() + noise)
-            logp, ent = plackett_luce(scores, out.orders, out.ready_steps)
-            n_steps = out.orders.shape[1]
-            if cfg.method == "pomo":
-                unit = p.heft_span if cfg.advantage == "heft" else float(out.spans.std())
-                loss = pomo_loss(logp, out.spans, unit, n_steps)
-            else:
-                loss = slim_loss(logp, out.spans, n_steps)
-            loss = (loss - cfg.entropy * ent.mean() + cfg.anchor * learned.pow(2).mean()) / cfg.batch
-            loss.backward()
-            losses.append(float(loss.detach()) * cfg.batch)
-            entropies.append(float(ent.mean()))
-            ratios.append(float(out.spans.min()) / p.heft_span)
-            spreads.append(float(out.spans.std() / max(out.spans.mean(), 1e-12)))
+            loss, stats = problem_loss(policy, prepare(draw), cfg, rng)
+            (loss / cfg.batch).backward()
+            losses.append(float(loss.detach()))
+            entropies.append(stats["entropy"])
+            ratios.append(stats["best_sample_vs_heft"])
+            spreads.append(stats["sample_spread"])
         grad_norm = float(torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip))
         opt.step()
         row: dict[str, Any] = {
@@ -329,6 +347,47 @@ def train(cfg: PriorityTrainConfig, report: Any = None) -> tuple[PriorityPolicy,
         save_priority_policy(policy, cfg.model_out, record)
     (run_dir / "history.json").write_text(json.dumps(history))
     return policy, record
+
+
+def finetune(
+    policy: PriorityPolicy,
+    problems: list[CompiledProblem],
+    passes: int,
+    lr: float,
+    seed: int,
+    cfg: PriorityTrainConfig | None = None,
+) -> tuple[PriorityPolicy, dict[str, float]]:
+    """A copy of `policy` after `passes` passes of this trainer's updates over `problems` (cloud mode, as the
+    service plans them), in batches of `cfg.batch` problems in a shuffled order each pass; `cfg` gives the method,
+    K, the entropy bonus and the anchor (default: those drl-v3 was trained with). Returns the copy and the last
+    pass's means (loss, entropy, best sample over HEFT)."""
+    import copy
+
+    cfg = cfg or replace(PriorityTrainConfig(), anchor=0.01)
+    torch.set_num_threads(1)
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    new = copy.deepcopy(policy)
+    opt = torch.optim.Adam(new.parameters(), lr=lr)
+    prepared = [prepare_problem(cp, False) for cp in problems]
+    stats: dict[str, float] = {}
+    for _ in range(passes):
+        new.train()
+        rows: list[dict[str, float]] = []
+        order = rng.permutation(len(prepared))
+        for start in range(0, len(order), cfg.batch):
+            batch = order[start : start + cfg.batch]
+            opt.zero_grad()
+            for i in batch:
+                loss, row = problem_loss(new, prepared[int(i)], cfg, rng)
+                (loss / len(batch)).backward()
+                rows.append({**row, "loss": float(loss.detach())})
+            torch.nn.utils.clip_grad_norm_(new.parameters(), cfg.grad_clip)
+            opt.step()
+        stats = {key: float(np.mean([r[key] for r in rows])) for key in ("loss", "entropy", "best_sample_vs_heft")}
+    new.eval()
+    stats["problems"] = float(len(prepared))
+    return new, stats
 
 
 def smoke_config() -> PriorityTrainConfig:

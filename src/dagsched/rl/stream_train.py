@@ -20,13 +20,9 @@ flag); it writes `<out>/imitation.safetensors`, `best.safetensors`, `last.safete
 
 from __future__ import annotations
 
-import argparse
-import ast
 import dataclasses
-import inspect
 import json
 import time
-import typing
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,44 +100,6 @@ class StreamTrainConfig:
     """validation streams as cluster:load:arrival (seeds stream_seed0 + 5000 up, sizes as `workflows`)"""
     max_cpu_s: float = 5400.0
     """stop ES once the run has used this much CPU time (imitation and validation included)"""
-
-
-# ---- the config's command line, generated from the dataclass -------------------------------------------------
-
-
-def field_docs(cls: type) -> dict[str, str]:
-    """The docstring under each field of a dataclass (CleanRL's habit), read from its source."""
-    tree = ast.parse(inspect.getsource(cls))
-    body = tree.body[0].body  # type: ignore[attr-defined]
-    docs = {}
-    for a, b in zip(body, body[1:], strict=False):
-        documented = isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str)
-        if documented and isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name):
-            docs[a.target.id] = b.value.value  # type: ignore[attr-defined]
-    return docs
-
-
-def config_parser(cls: type = StreamTrainConfig) -> argparse.ArgumentParser:
-    """One flag per field (`--load-range 0.5,0.95`), its default and docstring in the help."""
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    docs, hints = field_docs(cls), typing.get_type_hints(cls)
-    for f in dataclasses.fields(cls):
-        kind, default = hints[f.name], f.default
-        if typing.get_origin(kind) is tuple:
-            item = typing.get_args(kind)[0]
-            parse = _tuple_of(item)
-            shown = ",".join(str(v) for v in default)  # type: ignore[attr-defined]
-        else:
-            parse, shown = kind, str(default)
-        ap.add_argument(f"--{f.name.replace('_', '-')}", type=parse, default=default, help=f"{docs[f.name]} ({shown})")
-    return ap
-
-
-def _tuple_of(item: type) -> Any:
-    def parse(text: str) -> tuple[Any, ...]:
-        return tuple(item(v) for v in text.split(",") if v)
-
-    return parse
 
 
 # ---- pure pieces (tested) --------------------------------------------------------------------------------------
@@ -379,9 +337,17 @@ def _trained_on(cfg: StreamTrainConfig) -> str:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    args = config_parser().parse_args(argv)
-    train(StreamTrainConfig(**vars(args)))
+def main() -> None:
+    """`python -m dagsched.rl.stream_train --seed 0`: one option per `StreamTrainConfig` field, its docstring
+    the help (`dagsched.rl.config_cli`)."""
+    import typer
+
+    from dagsched.rl.config_cli import command_from_config
+
+    def run(cfg: StreamTrainConfig) -> None:
+        train(cfg)
+
+    typer.run(command_from_config(StreamTrainConfig, run))
 
 
 if __name__ == "__main__":

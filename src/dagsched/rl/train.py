@@ -101,7 +101,7 @@ class TrainConfig:
     lr: float = 1e-3
     """Adam learning rate of imitation"""
     beta_min: float = 0.1
-    """DAgger: the teacher acts with probability 1 in round 0, decaying linearly to this"""
+    """DAgger: the teacher acts with probability 1 in the first round, decaying linearly to this"""
     teacher: Literal["heft", "rollout", "expert", "node_rollout"] = "heft"
     """DAgger's teacher: HEFT from here; rollout over base heuristics from here (better than HEFT, slower);
     expert iteration, rollout over the base heuristics and the round's policy itself; or node_rollout, which

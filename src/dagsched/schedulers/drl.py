@@ -42,24 +42,24 @@ from dagsched.schedulers.base import Decision, Scheduler, register
 from dagsched.sim.decision import DecisionPoint
 
 ACTIONS = ("pair", "task_eft", "rank_node", "rank_top2", "auto")
-"""How a decision reads the policy's pair scores (issue 16's action-space question, measured at decode time with one
-network by benchmarks/experiments/per_decision_policy_held_out.py): `pair` takes the best (task, node) pair or wait;
-`task_eft` takes the task of the best pair and puts it on its earliest-finish legal node (the policy is a learned
-priority); `rank_node` takes the first startable candidate in the window's order (`features.WINDOWS`: upward rank on
-one workflow, the workflow with the least work left on a stream) and lets the policy choose its node or to wait (the
-policy is a learned node rule); `rank_top2` takes the same task and lets the policy choose between its two
+"""How a decision reads the policy's pair scores (which action space suits which problem, measured at decode time with
+one network by benchmarks/experiments/per_decision_policy_held_out.py): `pair` takes the best (task, node) pair or
+wait; `task_eft` takes the task of the best pair and puts it on its earliest-finish legal node (the policy is a
+learned priority); `rank_node` takes the first startable candidate in the window's order (`features.WINDOWS`: upward
+rank on one workflow, the workflow with the least work left on a stream) and lets the policy choose its node or to
+wait (the policy is a learned node rule); `rank_top2` takes the same task and lets the policy choose between its two
 earliest-finish legal nodes, never waiting while it can start (the policy as a tie-breaker of the earliest-finish
-rule, the issue's "nodes chosen among the top few by estimated finish"); `auto` is what won on held-out workloads of
-each kind (docs/policy.md): `rank_node` on one workflow, `rank_top2` on a stream (shorter mean completion than
-`rank_node` on all 16 held-out streams, and than `pair` before it: `pair` had won while the window was by upward rank
-and the policy could wait with pairs legal)."""
+rule: nodes chosen among the top few by estimated finish); `auto` is what won on held-out workloads of each kind
+(docs/policy.md): `rank_node` on one workflow, `rank_top2` on a stream (shorter mean completion than `rank_node` on
+all 16 held-out streams, and than `pair` before it: `pair` had won while the window was by upward rank and the policy
+could wait with pairs legal)."""
 
 
 WAITS = ("policy", "idle", "auto")
 """When a decision may end in a wait while an offered pair could start: `policy`, whenever the policy prefers it
 (the decision point's wait rule allows it); `idle`, never (work-conserving: it waits only when nothing offered can
 start); `auto`, `policy` on one workflow and `idle` on a stream, where a node left idle for a better one later is
-capacity the other workflows lose (docs/policy.md, "Shared cluster")."""
+capacity the other workflows lose (docs/policy.md, "What was tried and did not win")."""
 
 
 def resolve_action(action: str, one_workflow: bool) -> str:
@@ -197,7 +197,7 @@ class DRLScheduler(Scheduler):
         self.reserve = reserve
         """with `rank_node`/`rank_top2`: hold the first startable task back (the tasks behind it are offered) when a
         node that cannot start it now would finish it earlier than every node that can by more than this share of
-        its run time there; None: never (docs/policy.md, "Shared cluster")"""
+        its run time there; None: never (docs/policy.md, "What was tried and did not win")"""
         self._warm = False
 
     def reset(self, cp: CompiledProblem, view: DecisionPoint, seed: int = 0) -> None:

@@ -49,6 +49,11 @@ this 2-core CPU from 10 x 2 to 1,000 x 100 (a 1,000-task decode on 100 nodes: 3.
 benchmarks/experiments/learned_planner_held_out.py prints the measured times beside it). K follows from it and the
 budget, not from a clock, so a plan is the same for a seed on any machine."""
 
+SERVICE_SAMPLING: dict[str, Any] = {"budget_s": 0.3, "max_samples": 64}
+"""The sampling `drl` plans with in the service (and a fine-tune judges with): a 0.3 s budget per plan (160 tasks x
+16 nodes and smaller plans take all 64 samples; a 1,000-task plan on 100 nodes about 80), so a 1,000-task plan
+answers within a second and small plans stay in milliseconds (docs/service.md)."""
+
 CANDIDATES = ("heft", "peft_order", "cpop_order", "greedy", "peft", "cpop")
 """The plans tried besides the samples: HEFT's plan, PEFT's and CPOP's orders decoded by earliest finish, the greedy
 plan, then the samples, then PEFT's and CPOP's own plans (equal makespans: the first in this order wins)."""

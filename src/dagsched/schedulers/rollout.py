@@ -6,7 +6,7 @@ only when its completion from here beats that plan; otherwise the kept plan's ne
 followed. On predicted runtimes (classic mode, or any mode without noise or failures) the live run
 then follows its kept plan exactly, so its makespan is never worse than the best base heuristic's
 own run from the start, and it is usually better: each decision is the first step of the best of
-several completions. This is a teacher that beats HEFT (issue 16), and a yardstick for the policy.
+several completions. This is a teacher that beats HEFT, and a yardstick for the policy.
 
 Cost: every decision runs every base heuristic to the end on a fork (decisions x bases x one whole
 run). Meant for problems of tens to a few hundred tasks; not registered, so no suite runs it on

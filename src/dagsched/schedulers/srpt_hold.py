@@ -9,14 +9,15 @@ and the tasks behind it are served; it is offered again at the next decision poi
 under load keeps its fast nodes busy, and the rules that never leave a task waiting while some node is free
 put it on a slow one: on held-out streams (hetero-16, load 0.85, seeds 111-120) the hold shortened the mean
 completion time of the same order without it on 9 of 10 Poisson and 8 of 10 bursty streams, by 2.4 and 4.8 %
-on average, and on the `shared` suite's hetero-16 streams it is shorter than `fair` on 71 of 80 (docs/policy.md,
-"Shared cluster", stop 32). `HOLD_MARGIN` was chosen on streams 101-110 among 0.1, 0.2 and 0.3 (at 0.5 nothing
+on average, and on the `shared` suite's hetero-16 streams it is shorter than `fair` on 71 of 80 (docs/shared-cluster.md,
+"Online baselines"). `HOLD_MARGIN` was chosen on streams 101-110 among 0.1, 0.2 and 0.3 (at 0.5 nothing
 is held there: hetero-16's speeds differ by at most 2 x).
 Source: shortest remaining processing time (Schrage 1968) at the workflow level, the order Decima's tuned fair
 baseline approaches; the hold is the earliest-finish rule over every node, busy ones at their earliest start
 (HEFT's node choice, taken online).
-Complexity: O(r p) per decision for the earliest starts of r ready tasks on p nodes, plus O(n) for the work left
-(`DecisionPoint.work_left`) and O(r log r) for the order. Ties: equal work left by the longer tail, then the task
+Complexity: O(r log r) per decision for the order of r ready tasks, O(n) for the work left
+(`DecisionPoint.work_left`), and O(p) per task served for its earliest starts on p nodes (only the tasks the
+decision reaches before the room runs out). Ties: equal work left by the longer tail, then the task
 index; equal finish times by the lowest node index.
 """
 
@@ -78,9 +79,8 @@ class SRPTHold(ListScheduler):
     def decide(self, dp: DecisionPoint) -> Decision:
         self.left = dp.work_left(self.work)
         if self.margin is not None:  # what the holds read, kept current as this decision places tasks
-            self.dp, ready = dp, dp.ready_tasks()
-            self.row = {t: i for i, t in enumerate(ready)}
-            self.start_s = dp.earliest_starts(ready) if ready else np.zeros((0, self.cp.n_nodes))
+            self.dp = dp
+            self.start_rows: dict[int, npt.NDArray[np.float64]] = {}
             self.first_end_s = np.full(self.cp.n_nodes, -np.inf)
             self.reserved_s = np.full(self.cp.n_nodes, -np.inf)
             self.wake_s = np.inf
@@ -105,7 +105,7 @@ class SRPTHold(ListScheduler):
             return super().choose_node(t, startable)
         now_ok = np.zeros(self.cp.n_nodes, dtype=bool)
         now_ok[startable] = True
-        start = np.maximum(np.maximum(self.start_s[self.row[t]], self.first_end_s), self.reserved_s)
+        start = np.maximum(np.maximum(self.earliest_starts(t), self.first_end_s), self.reserved_s)
         exec_s = self.cp.exec_s[t]
         nd = node_worth_waiting_for(start, exec_s, now_ok, self.dp.now, self.margin)
         if nd is None:
@@ -113,6 +113,15 @@ class SRPTHold(ListScheduler):
         self.wake_s = min(self.wake_s, float(start[nd]))
         self.reserved_s[nd] = float(start[nd] + exec_s[nd])  # the node is spoken for: the next task sees it later
         return None
+
+    def earliest_starts(self, t: int) -> npt.NDArray[np.float64]:
+        """t's earliest start on each node as the decision point sees it (`DecisionPoint.earliest_starts`), computed
+        when t first reaches a node choice in this decision: with hundreds of tasks ready, a decision reaches
+        only the few served before the room runs out."""
+        row = self.start_rows.get(t)
+        if row is None:
+            row = self.start_rows[t] = self.dp.earliest_starts([t])[0]
+        return row
 
     def order(self, ready: list[int]) -> Iterator[int]:
         wf, left, tail = self.cp.task_wf, self.left, self.tail_s

@@ -3,8 +3,8 @@
     python -m dagsched.service.demo --url http://127.0.0.1:8080 --count 20
 
 Each round plans a generated workflow (the four topology families, 10 to 40 tasks) on the
-16-node `hetero-16` cluster with some capacity in use, alternating the learned policy (`drl`, named:
-the service's default is HEFT, see docs/policy.md) and HEFT, calls the Kubernetes extender once, and
+16-node `hetero-16` cluster with some capacity in use, alternating the learned planner (`drl`, the service's
+default) and HEFT, both named per request, calls the Kubernetes extender once, and
 prints one line per plan; it ends with the address of the dashboard, which now shows them.
 """
 
@@ -76,13 +76,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", default="http://127.0.0.1:8080")
     parser.add_argument("--count", type=int, default=20, help="workflows to submit")
-    parser.add_argument("--wait", type=float, default=30.0, help="seconds to wait for the service to come up")
+    parser.add_argument(
+        "--wait", type=float, default=300.0, help="seconds to wait for the service to come up (a first start compiles)"
+    )
     parser.add_argument(
         "--executed", type=int, default=12, help="ML pipelines also run on a simulated cluster, their events reported"
     )
     args = parser.parse_args(argv)
     with httpx.Client(base_url=args.url, timeout=60) as client:
         deadline = time.monotonic() + args.wait
+        print(f"waiting for the service at {args.url} (the first start loads the model and compiles its kernels)")
         while True:
             try:
                 client.get("/healthz").raise_for_status()
@@ -124,7 +127,8 @@ def executed(client: httpx.Client, count: int) -> None:
 
     token = os.environ.get("DAGSCHED_API_TOKEN")
     if not token or count <= 0:
-        print("no events reported (set DAGSCHED_API_TOKEN to report executed runs)" if count > 0 else "", end="")
+        if count > 0:
+            print("no events reported (set DAGSCHED_API_TOKEN to report executed runs)")
         return
     for i in range(count):
         body = {"workflow": ml_pipeline(i), "nodes": drift_nodes(), "scheduler": "heft"}

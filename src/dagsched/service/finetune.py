@@ -20,9 +20,10 @@ What runs, in order (the training itself lives in `dagsched.rl.finetune`; this m
 2. split: a plan is held out when sha256(plan id) falls under `--holdout`: the same logs give the
    same split, and a plan never moves between sides as logs grow.
 3. fine-tune: the model's own trainer (`rl.finetune.trainer`: DAgger from HEFT-from-here for the
-   per-decision policy), on the training problems, from the current model.
-4. evaluate: old and new, greedy, on the held-out problems in the one simulator; the score is the
-   mean of new/old makespan.
+   per-decision policy, a few passes of POMO for the priority policy of `drl`), on the training
+   problems, from the current model (default: the service's default, the priority policy drl-v3).
+4. evaluate: old and new, each planning as the service plans with it, on the held-out problems in the
+   one simulator; the score is the mean of new/old makespan.
 5. ship, only if new/old < 1 - `--margin`: `PUT /v1/model/weights` on `--service` (bearer token
    from `DAGSCHED_API_TOKEN`), or the files in `--out`. A loser is never shipped.
 
@@ -286,10 +287,11 @@ def run(
     ship: Callable[[Path], str] | None = None,
 ) -> Outcome:
     """Read, split, fine-tune, judge, ship. The model starts from `current` (a loaded model: the online runner's),
-    else `cfg.model` or the shipped policy; a winner goes to `ship(stem)` when given, else to `http`, else stays in
-    `out` (default `cfg.out`). `judge` is injectable for tests."""
-    from dagsched.policy import shipped_model_path
-    from dagsched.policy.files import PolicyFileError, load_policy
+    else `cfg.model` (either kind) or the service's default policy; a winner goes to `ship(stem)` when given, else
+    to `http`, else stays in `out` (default `cfg.out`). `judge` is injectable for tests."""
+    from dagsched.policy.files import PolicyFileError
+    from dagsched.service.models import load_any_policy
+    from dagsched.service.settings import DEFAULT_MODEL
 
     out = Path(cfg.out) if out is None else out
     reality: dict[str, Any] = {}
@@ -308,9 +310,9 @@ def run(
     if current is not None:
         old, parent = current.policy, current.version
     else:
-        stem = Path(cfg.model) if cfg.model is not None else shipped_model_path()
+        stem = Path(cfg.model) if cfg.model is not None else DEFAULT_MODEL
         try:
-            old = load_policy(stem)
+            old = load_any_policy(stem)
         except PolicyFileError as err:
             raise InputError("--model", str(err)) from None
         parent = policy_version(stem)
@@ -362,6 +364,24 @@ def run(
     return outcome
 
 
+STAT_LABELS = {
+    "states": "{:.0f} states",
+    "bc_loss": "bc loss {:.4f}",
+    "accuracy": "teacher agreement {:.3f}",
+    "problems": "{:.0f} problems",
+    "loss": "loss {:.4f}",
+    "best_sample_vs_heft": "best sample / HEFT {:.4f}",
+}
+"""How `report` words a trainer's last-round statistics (the per-decision policy's DAgger, the priority policy's
+POMO passes); others are printed by name."""
+
+
+def train_summary(stats: dict[str, float]) -> str:
+    """A trainer's statistics in words, the known ones first."""
+    known = [STAT_LABELS[k].format(stats[k]) for k in STAT_LABELS if k in stats]
+    return ", ".join(known + [f"{k} {v:.4g}" for k, v in stats.items() if k not in STAT_LABELS])
+
+
 def report(outcome: Outcome, cfg: FinetuneConfig) -> None:
     """The Rich table of old vs new on the held-out problems, then the decision."""
     from rich.table import Table
@@ -371,13 +391,7 @@ def report(outcome: Outcome, cfg: FinetuneConfig) -> None:
     console.print(
         f"[bold]{cfg.env}[/]: {len(outcome.train) + len(outcome.held_out)} plans "
         f"({len(outcome.train)} train, {len(outcome.held_out)} held out, {len(outcome.skipped)} skipped)"
-        + (
-            f"; fine-tune: {outcome.train_stats['states']:.0f} states, "
-            f"bc loss {outcome.train_stats.get('bc_loss', math.nan):.4f}, "
-            f"teacher agreement {outcome.train_stats.get('accuracy', math.nan):.3f}"
-            if outcome.train_stats
-            else ""
-        )
+        + (f"; fine-tune: {train_summary(outcome.train_stats)}" if outcome.train_stats else "")
     )
     if outcome.reality:
         r = outcome.reality

@@ -110,19 +110,13 @@ def _smoke_problem() -> Any:
     return compile_problem(Problem(workflows=[wf], cluster=cluster))
 
 
-SAMPLING: dict[str, Any] = {"budget_s": 0.3, "max_samples": 64}
-"""The priority planner's sampling in the service: a 0.3 s budget per plan (160 tasks x 16 nodes and smaller plans
-take all 64 samples; a 1,000-task plan on 100 nodes about 80), so a 1,000-task plan answers within a second and
-small plans stay in milliseconds (docs/service.md)."""
-
-
 def is_priority(policy: Any) -> bool:
     from dagsched.policy.priority_net import PriorityPolicy
 
     return isinstance(policy, PriorityPolicy)
 
 
-def _load_any(stem: Path) -> Any:
+def load_any_policy(stem: Path) -> Any:
     """The policy at `stem`, of whichever kind its metadata names."""
     from dagsched.policy.files import PolicyFileError, load_policy
     from dagsched.policy.priority_net import is_priority_policy, load_priority_policy
@@ -200,7 +194,7 @@ class ModelManager:
         from dagsched.policy.files import PolicyFileError
 
         try:
-            policy = _load_any(stem)
+            policy = load_any_policy(stem)
         except PolicyFileError as err:
             raise InputError("weights", str(err)) from None
         meta = json.loads(Path(str(stem) + ".json").read_text())
@@ -257,7 +251,7 @@ class ModelManager:
             from dagsched.policy.files import PolicyFileError
 
             try:
-                policy = _load_any(stem)
+                policy = load_any_policy(stem)
             except PolicyFileError as err:
                 raise InputError("weights", str(err).replace(str(staging) + "/", "")) from None
             except (TypeError, ValueError, RuntimeError) as err:  # torch refuses e.g. a negative width
@@ -295,14 +289,14 @@ class ModelManager:
 
     def scheduler(self, temperature: float) -> Any:
         """The scheduler `drl` plans with over the serving policy: the priority planner with the service's sampling
-        (`SAMPLING`; `temperature` does not apply), or the per-decision policy (greedy at temperature 0)."""
+        (`SERVICE_SAMPLING`; `temperature` does not apply), or the per-decision policy (greedy at temperature 0)."""
         current = self.current
         if current is None:
             raise LookupError(self.error or "no learned policy loaded")
         if is_priority(current.policy):
-            from dagsched.schedulers.priority_sampling import PrioritySampling
+            from dagsched.schedulers.priority_sampling import SERVICE_SAMPLING, PrioritySampling
 
-            return PrioritySampling(policy=current.policy, **SAMPLING)
+            return PrioritySampling(policy=current.policy, **SERVICE_SAMPLING)
         from dagsched.schedulers.drl import DRLScheduler
 
         return DRLScheduler(policy=current.policy, greedy=temperature <= 0, temperature=max(temperature, 1e-6))

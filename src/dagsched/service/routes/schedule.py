@@ -52,8 +52,9 @@ def plan_and_save(state: ServiceState, body: ScheduleRequest, config: RuntimeCon
 
 @router.post("/v1/schedule", response_model=PlanResponse, response_model_exclude_none=False, dependencies=[JSONBody])
 async def schedule(body: ScheduleRequest, state: State, background: BackgroundTasks) -> Any:
-    """Plan the workflow on the nodes' free capacity with the chosen scheduler (default: the learned policy).
+    """Plan the workflow on the nodes' free capacity with the chosen scheduler.
 
+    The default is the runtime config's `default_scheduler`: `drl`, the learned planner, unless changed.
     The learned policy falls back to HEFT when it is missing, fails, misses its per-decision
     deadline or its breaker is open; the response then says `fallback: true` and why.
     """
