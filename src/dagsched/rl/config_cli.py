@@ -75,7 +75,7 @@ def _fixed(items: tuple[Any, ...], text: str, one_is_both: bool = False) -> tupl
         m = RANGE.fullmatch(parts[0])
         parts = [m.group(1), m.group(2)] if m else parts * 2 if one_is_both else parts
     if len(parts) != len(items):
-        raise typer.BadParameter(f"{len(items)} values, comma-separated, got {text!r}")
+        raise typer.BadParameter(f"{len(items)} comma-separated values, got {text!r}")
     return tuple(_scalar(kind, p) for kind, p in zip(items, parts, strict=True))
 
 
