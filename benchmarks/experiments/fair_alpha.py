@@ -15,23 +15,9 @@ import math
 
 import numpy as np
 
-from dagsched.bench.suites import SHARED, ProblemSpec
+from dagsched.bench.suites import SHARED, stream_spec
 from dagsched.schedulers import fair, simulate
 from dagsched.sim.metrics import stream_metrics
-
-
-def stream(cluster: str, n_workflows: int, arrival: str, seed: int) -> ProblemSpec:
-    """A stream of the default mix at load 0.85, as the shared suite builds its own."""
-    return ProblemSpec(
-        "stream",
-        arrival,
-        cluster,
-        gen_seed=seed,
-        cluster_id=cluster,
-        load=0.85,
-        arrival=arrival,
-        n_workflows=n_workflows,
-    )
 
 
 def main() -> None:
@@ -41,7 +27,7 @@ def main() -> None:
     args = parser.parse_args()
     alphas = [float(a) for a in args.alphas.split(",")]
     specs = [
-        stream(cluster, args.workflows, arrival, seed)
+        stream_spec(cluster, args.workflows, 0.85, arrival, seed)
         for cluster in ("homog-8", "hetero-16")
         for arrival in ("poisson", "bursty")
         for seed in (101, 102)

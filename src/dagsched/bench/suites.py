@@ -443,7 +443,10 @@ SHARED_SKIP = ("mcts", "mcts_uct", "tabu")
 """Registered schedulers the shared suite leaves out (see `shared_suite`); shared-quick runs them."""
 
 
-def _stream(cluster: str, n_workflows: int, load: float, arrival: str, seed: int, mix: str = "default") -> ProblemSpec:
+def stream_spec(
+    cluster: str, n_workflows: int, load: float, arrival: str, seed: int, mix: str = "default"
+) -> ProblemSpec:
+    """A stream of `mix` at `load` on a preset cluster, as the shared suites build theirs."""
     return ProblemSpec(
         "stream",
         arrival,
@@ -480,7 +483,7 @@ def shared_suite() -> Suite:
     against 38 s).
     """
     entries = [
-        Entry(_stream(cl, SHARED_WORKFLOWS[cl], load, arrival, s), (s,))
+        Entry(stream_spec(cl, SHARED_WORKFLOWS[cl], load, arrival, s), (s,))
         for cl in SHARED_CLUSTERS
         for load in SHARED_LOADS
         for arrival in SHARED_ARRIVALS
@@ -504,7 +507,7 @@ def shared_quick_suite() -> Suite:
     bursty, one seed, the `shared` mode; every registered scheduler, those the shared suite skips included."""
     seeds = (1,)
     entries = [
-        Entry(_stream("hetero-16", SHARED_QUICK_WORKFLOWS, load, arrival, s), (s,))
+        Entry(stream_spec("hetero-16", SHARED_QUICK_WORKFLOWS, load, arrival, s), (s,))
         for load in (0.3, 0.85)
         for arrival in SHARED_ARRIVALS
         for s in seeds
