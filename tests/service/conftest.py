@@ -82,6 +82,26 @@ def workflow(name: str = "w") -> dict[str, Any]:
     }
 
 
+def wfformat_workflow() -> dict[str, Any]:
+    """A WfFormat 1.5 instance of two tasks, x (2 s) then y (4 s): 6 s on one node of speed 1."""
+    return {
+        "name": "wfc",
+        "schemaVersion": "1.5",
+        "workflow": {
+            "specification": {
+                "tasks": [{"name": "x", "id": "x", "children": ["y"], "parents": []},
+                          {"name": "y", "id": "y", "children": [], "parents": ["x"]}],
+                "files": [],
+            },
+            "execution": {
+                "makespanInSeconds": 3,
+                "executedAt": "20240101T000000+0000",
+                "tasks": [{"id": "x", "runtimeInSeconds": 2}, {"id": "y", "runtimeInSeconds": 4}],
+            },
+        },
+    }  # fmt: skip
+
+
 def nodes(n: int = 3) -> list[dict[str, Any]]:
     """n0..n{n-1}: 4 cpu, 16 GiB, speed 1 + 0.5 i, price 0.5 + i per hour, all free."""
     return [

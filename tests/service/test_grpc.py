@@ -20,7 +20,7 @@ from dagsched.service.rpc import dagsched_pb2 as pb
 from dagsched.service.rpc.client import Client
 from dagsched.service.settings import Settings
 
-from .conftest import AUTH, TOKEN, nodes, start_server, workflow
+from .conftest import AUTH, TOKEN, nodes, start_server, wfformat_workflow, workflow
 from .test_k8s import args, node, pod
 
 REPO = Path(__file__).resolve().parents[2]
@@ -199,22 +199,7 @@ def test_the_committed_stubs_are_what_the_proto_generates(tmp_path: Path) -> Non
 def test_a_wfformat_document_plans_as_over_http(both: tuple[TestClient, Client]) -> None:
     """A WfFormat 1.5 instance travels as a document (a Struct): HEFT on one node of speed 1 plans it in 2 + 4 s."""
     _, rpc = both
-    wf = {
-        "name": "wfc",
-        "schemaVersion": "1.5",
-        "workflow": {
-            "specification": {
-                "tasks": [{"name": "x", "id": "x", "children": ["y"], "parents": []},
-                          {"name": "y", "id": "y", "children": [], "parents": ["x"]}],
-                "files": [],
-            },
-            "execution": {
-                "makespanInSeconds": 3,
-                "executedAt": "20240101T000000+0000",
-                "tasks": [{"id": "x", "runtimeInSeconds": 2}, {"id": "y", "runtimeInSeconds": 4}],
-            },
-        },
-    }  # fmt: skip
+    wf = wfformat_workflow()
     plan = rpc.schedule({"workflow": wf, "nodes": [{"id": "solo", "cpu": 4}], "scheduler": "heft"})
     assert plan.makespan == pytest.approx(6.0) and [a.task for a in plan.assignments] == ["x", "y"]
     empty = _error(lambda: rpc.stub.Schedule(pb.ScheduleRequest(nodes=[pb.NodeState(id="n", cpu=1)])))

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from dagsched.service.app import create_app
 
-from .conftest import nodes, workflow
+from .conftest import nodes, wfformat_workflow, workflow
 
 KEYS = {"plan_id", "scheduler", "fallback", "makespan", "cost", "assignments"}
 
@@ -124,22 +124,7 @@ def test_free_capacity_is_planned_on(client: TestClient) -> None:
 
 def test_wfformat_workflow_is_accepted(client: TestClient) -> None:
     """A WfFormat 1.5 instance plans like a native workflow."""
-    wf = {
-        "name": "wfc",
-        "schemaVersion": "1.5",
-        "workflow": {
-            "specification": {
-                "tasks": [{"name": "x", "id": "x", "children": ["y"], "parents": []},
-                          {"name": "y", "id": "y", "children": [], "parents": ["x"]}],
-                "files": [],
-            },
-            "execution": {
-                "makespanInSeconds": 3,
-                "executedAt": "20240101T000000+0000",
-                "tasks": [{"id": "x", "runtimeInSeconds": 2}, {"id": "y", "runtimeInSeconds": 4}],
-            },
-        },
-    }  # fmt: skip
+    wf = wfformat_workflow()
     r = client.post("/v1/schedule", json={"workflow": wf, "nodes": nodes(1), "scheduler": "heft"})
     assert r.status_code == 200, r.text
     assert r.json()["makespan"] == pytest.approx(6.0)
