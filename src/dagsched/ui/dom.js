@@ -17,6 +17,17 @@ export function h(tag, attrs = {}, ...children) {
   return el;
 }
 
+const SVG = "http://www.w3.org/2000/svg";
+
+/** svg("rect", {x: 0, width: 10}, child, ...): an SVG element (attributes set as given, null skipped). */
+export function svg(tag, attrs = {}, ...children) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) if (v !== null && v !== undefined) el.setAttribute(k, v);
+  for (const c of children)
+    if (c !== null && c !== undefined) el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return el;
+}
+
 function append(el, children) {
   for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;

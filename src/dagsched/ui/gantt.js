@@ -1,9 +1,8 @@
 // A Gantt chart of a plan as SVG: one row per node, one bar (<g class="gantt-bar" data-task>) per assignment.
 // Tasks that overlap on one node (several tasks share its cores) go on separate lanes of that row.
 
-import { categorical, num } from "./dom.js";
+import { categorical, num, svg } from "./dom.js";
 
-const SVG = "http://www.w3.org/2000/svg";
 const LABEL_W = 130;
 const PAD_R = 20;
 const AXIS_H = 26;
@@ -11,14 +10,6 @@ const LANE_H = 22;
 const LANE_GAP = 4;
 const ROW_PAD = 6;
 const MAX_IDLE_ROWS = 16; // with more nodes than this, only the nodes the plan uses get a row
-
-function svg(tag, attrs = {}, ...children) {
-  const el = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) if (v !== null && v !== undefined) el.setAttribute(k, v);
-  for (const c of children)
-    if (c !== null && c !== undefined) el.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  return el;
-}
 
 /** A "nice" tick step (1, 2 or 5 times a power of ten) giving about `count` ticks over [0, span]. */
 export function tickStep(span, count = 8) {

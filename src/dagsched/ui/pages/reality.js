@@ -2,17 +2,7 @@
 // (GET /v1/canary/report) and the online fine-tunes (GET /v1/finetune/runs).
 
 import { getJSON } from "../api.js";
-import { errorBox, h, num, percent, setHashParams, table, when } from "../dom.js";
-
-const SVG = "http://www.w3.org/2000/svg";
-
-function svg(tag, attrs = {}, ...children) {
-  const el = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) if (v !== null && v !== undefined) el.setAttribute(k, v);
-  for (const c of children)
-    if (c !== null && c !== undefined) el.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  return el;
-}
+import { errorBox, h, num, percent, setHashParams, svg, table, when } from "../dom.js";
 
 const ratio = (x) => (typeof x === "number" ? `${num(x, 3)} ×` : "–");
 
