@@ -4,6 +4,7 @@ the base class's method give the same answers at every decision of a run."""
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from dagsched.model.compiled import task_work
 from dagsched.sim.config import SimConfig
 from dagsched.sim.decision import DONE, FORWARDED, Decision, DecisionPoint, StaleDecisionPoint
 from dagsched.sim.engine import Simulator
+from dagsched.sim.state import StateViews
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -65,6 +67,12 @@ def test_forwarded_calls_are_the_methods_they_stand_for() -> None:
         checked += 1
         sim.apply(Decision(dp.pairs()[:1]))  # one start per decision: many decision points
     assert checked > 5
+
+
+def test_the_decision_point_declares_exactly_the_states_views() -> None:
+    """DecisionPoint's annotations type the views a run's subclass gets from `StateViews`: the two lists agree."""
+    declared = [n for n in DecisionPoint.__annotations__ if n not in ("cp", "config", "classic") and n[0] != "_"]
+    assert declared == [f.name for f in fields(StateViews)]
 
 
 @settings(max_examples=20, deadline=None)
