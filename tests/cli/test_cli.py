@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -120,3 +122,11 @@ def test_budget_curve_runs_the_guided_search_with_the_shipped_policy(tmp_path):
     rows = [line.split("|")[1].strip() for line in (out / "budget_curve.md").read_text().splitlines()[4:]]
     assert sorted(rows) == ["mcts", "mcts_uct", "tabu"]
     assert (out / "budget_curve.png").stat().st_size > 0
+
+
+def test_the_command_line_starts_without_torch() -> None:
+    """Every command's options are built at start-up (the trainers' from their config dataclasses, which live apart
+    from the trainers), so `dagsched --help` or `dagsched simulate` do not pay for importing torch or Ray."""
+    probe = "import sys, dagsched.cli; print(sorted({'torch', 'ray', 'torch_geometric'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -28,7 +28,7 @@ def _run_train(cfg: Any) -> None:
 def register(app: typer.Typer) -> None:
     """Add the `train` and `evaluate` commands to `app`."""
 
-    from dagsched.rl.train import TrainConfig
+    from dagsched.rl.train_config import TrainConfig
 
     app.command("train")(command_from_config(TrainConfig, _run_train))
 

@@ -30,6 +30,6 @@ def _run(cfg: Any) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add `train-priority` to `app`."""
-    from dagsched.rl.priority_train import PriorityTrainConfig
+    from dagsched.rl.priority_config import PriorityTrainConfig
 
     app.command("train-priority")(command_from_config(PriorityTrainConfig, _run))

@@ -27,7 +27,7 @@ import resource
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
@@ -36,87 +36,11 @@ from torch import Tensor
 from dagsched.model.compiled import CompiledProblem
 from dagsched.policy.priority_features import PriorityInputs, task_features
 from dagsched.policy.priority_net import PriorityConfig, PriorityPolicy, save_priority_policy
+from dagsched.rl.priority_config import PriorityTrainConfig
 from dagsched.rl.priority_curriculum import HELD_OUT, TRAIN_FAMILIES, TRAIN_RECIPES, Draw, draw_problem
 from dagsched.sim import listsched
 from dagsched.sim.config import SimConfig
 from dagsched.sim.listsched import ready_pairs
-
-
-@dataclass(frozen=True)
-class PriorityTrainConfig:
-    """Train the priority policy of `drl` (learned task priorities, sampled, decoded by list scheduling)."""
-
-    seed: int = 1
-    """seed of everything drawn (problems, noise, the network's initialisation)"""
-    method: Literal["pomo", "slim"] = "pomo"
-    """pomo: policy gradient, the K samples' mean as baseline; slim: self-imitation of the best sample"""
-    iterations: int = 1500
-    """updates (each over `batch` problems)"""
-    cpu_budget_s: float = 3600.0
-    """stop once the process has used this much CPU time (seconds, all threads)"""
-    batch: int = 4
-    """problems per update"""
-    samples: int = 16
-    """K: Gumbel-perturbed plans per problem"""
-    lr: float = 3e-4
-    """Adam learning rate"""
-    entropy: float = 0.0
-    """weight of the mean per-step entropy bonus"""
-    anchor: float = 0.0
-    """weight of the mean square of the network's learned part (its head's output, what it adds to the prior): keeps
-    the scores near the prior unless the samples agree on a change"""
-    advantage: Literal["heft", "std"] = "heft"
-    """pomo's advantage unit: HEFT's makespan on the problem, or the samples' standard deviation (each problem's
-    samples then weigh alike however far apart their makespans are)"""
-    hidden: int = 64
-    """the network's width"""
-    layers: int = 3
-    """message-passing rounds"""
-    prior_scale: float = 20.0
-    """the prior's starting weight on rank_u / critical path (how sharply the untrained network follows HEFT)"""
-    grad_clip: float = 1.0
-    """gradient norm clip"""
-    stages: tuple[int, ...] = (30, 100, 300, 1000)
-    """curriculum: the largest problem of each stage (equal shares of the iterations)"""
-    min_tasks: int = 10
-    """the smallest problem drawn"""
-    ccr: tuple[float, float] = (0.1, 10.0)
-    """communication-to-computation ratio range (log-uniform)"""
-    heterogeneity: tuple[float, float] = (2.0, 10.0)
-    """fastest over slowest node speed range (log-uniform)"""
-    nodes: tuple[int, int] = (2, 100)
-    """cluster size range (log-uniform)"""
-    recipe_share: float = 0.25
-    """share of problems from WfCommons recipes (the training ones)"""
-    classic_share: float = 0.5
-    """share of problems planned in classic mode"""
-    eval_every: int = 50
-    """iterations between validations"""
-    eval_problems: int = 24
-    """validation problems (drawn once from the training distribution, at most 300 tasks)"""
-    eval_samples: int = 16
-    """K of the validation's sampled plans"""
-    out_dir: str = "runs/priority"
-    """TensorBoard logs and checkpoints go under <out_dir>/<name>/"""
-    name: str = "drl-v3"
-    """run name, and the model's version"""
-    model_out: str = ""
-    """path stem to write the selected model to (.safetensors + .json); empty: only the run folder"""
-
-    def __post_init__(self) -> None:
-        positive = ("iterations", "batch", "samples", "hidden", "layers", "eval_every", "eval_problems", "min_tasks")
-        for name in positive:
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.method == "pomo" and self.samples < 2:
-            raise ValueError("pomo needs samples >= 2 (the baseline is their mean)")
-        if not self.stages or any(s < self.min_tasks for s in self.stages):
-            raise ValueError(f"stages must be >= min_tasks ({self.min_tasks}), got {self.stages}")
-        for name in ("ccr", "heterogeneity", "nodes"):
-            lo, hi = getattr(self, name)
-            if not 0 < lo <= hi:
-                raise ValueError(f"{name} must be LO,HI with 0 < LO <= HI, got {getattr(self, name)}")
-
 
 # ---- the permutation's likelihood -----------------------------------------------------------------------
 
