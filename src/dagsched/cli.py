@@ -427,13 +427,11 @@ def _register_subcommands() -> None:
     from dagsched.bench import adversarial, budget, report
     from dagsched.bench.cli import register as register_bench
     from dagsched.explain.cli import register as register_explain
-    from dagsched.rl.cli import register as register_rl
     from dagsched.rl.priority_cli import register as register_priority
     from dagsched.service.cli import register as register_service
 
     register_bench(app)
     register_service(app)
-    register_rl(app)
     register_priority(app)
     register_explain(app)
     report.register(app)

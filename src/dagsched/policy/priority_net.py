@@ -32,7 +32,7 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 from torch_geometric.nn import SAGEConv
 
-from dagsched.policy.files import PolicyFileError, _atomic_write, _paths, _sha256
+from dagsched.policy.files import PolicyFileError, PolicyNotFound, atomic_write, policy_paths, sha256
 from dagsched.policy.priority_features import (
     FEATURE_VERSION,
     GLOBAL_FEATURES,
@@ -126,14 +126,14 @@ def save_priority_policy(
 ) -> tuple[Path, Path]:
     """Write `<path>.safetensors` and `<path>.json` (architecture, feature names and version, sha256, and
     `extra`: the training record, the held-out families)."""
-    weights_path, meta_path = _paths(path)
+    weights_path, meta_path = policy_paths(path)
     weights_path.parent.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().cpu().contiguous() for k, v in policy.state_dict().items()}
     fd, tmp = tempfile.mkstemp(dir=weights_path.parent, prefix=f".{weights_path.name}.")
     os.close(fd)
     try:
         save_file(tensors, tmp, metadata={"format": FILE_FORMAT})
-        digest = _sha256(Path(tmp))
+        digest = sha256(Path(tmp))
         os.replace(tmp, weights_path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -148,7 +148,7 @@ def save_priority_policy(
         "sha256": digest,
         "tensors": {k: list(v.shape) for k, v in sorted(tensors.items())},
     }
-    _atomic_write(meta_path, (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode())
+    atomic_write(meta_path, (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode())
     return weights_path, meta_path
 
 
@@ -159,7 +159,7 @@ def is_priority_policy(meta: dict[str, Any]) -> bool:
 
 def load_priority_policy(path: str | os.PathLike[str]) -> PriorityPolicy:
     """Load a saved priority policy, refusing any mismatch (format, features, hash, tensor shapes) by name."""
-    weights_path, meta_path = _paths(path)
+    weights_path, meta_path = policy_paths(path)
     for p in (weights_path, meta_path):
         if not p.exists():
             raise PolicyFileError(f"policy file {p} is missing (a policy is a .safetensors and a .json side by side)")
@@ -184,7 +184,7 @@ def load_priority_policy(path: str | os.PathLike[str]) -> PriorityPolicy:
         policy = PriorityPolicy(PriorityConfig(**arch))
     except (TypeError, ValueError) as err:
         raise PolicyFileError(f"{meta_path}: architecture does not build: {err}") from None
-    digest = _sha256(weights_path)
+    digest = sha256(weights_path)
     if digest != meta.get("sha256"):
         raise PolicyFileError(
             f"{weights_path}: sha256 {digest} differs from the one recorded in {meta_path.name} "
@@ -215,7 +215,6 @@ def load_cached_priority_policy(path: str | os.PathLike[str] | None = None) -> P
     """The priority policy at `path` (default: $DAGSCHED_PRIORITY_POLICY, else the shipped model), loaded once per
     process; a missing file raises `PolicyNotFound` naming it."""
     from dagsched.policy import PRIORITY_MODEL, PRIORITY_POLICY_ENV, shipped_model_path
-    from dagsched.policy.files import PolicyNotFound
 
     torch.set_num_threads(1)
     if path is None:
