@@ -24,21 +24,16 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 def save_tiny_policy(stem: Path, seed: int = 0, version: str | None = None) -> Path:
-    """A small random policy (hidden 16, one layer), saved as <stem>.safetensors + <stem>.json."""
-    import json
-
+    """A small random priority policy (hidden 16, one layer), saved as <stem>.safetensors + <stem>.json with
+    `version` in its metadata."""
     import torch
 
-    from dagsched.policy.files import save_policy
-    from dagsched.policy.gnn import SchedulingPolicy
+    from dagsched.policy.priority_net import PriorityConfig, PriorityPolicy, save_priority_policy
 
     torch.manual_seed(seed)
-    save_policy(SchedulingPolicy(hidden=16, layers=1, heads=2), stem)
-    if version:
-        meta_path = stem.with_name(stem.name + ".json")
-        meta = json.loads(meta_path.read_text())
-        meta["version"] = version
-        meta_path.write_text(json.dumps(meta))
+    save_priority_policy(
+        PriorityPolicy(PriorityConfig(hidden=16, layers=1)), stem, {"version": version} if version else None
+    )
     return stem
 
 

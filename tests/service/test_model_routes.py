@@ -38,7 +38,8 @@ def test_upload_swaps_and_rollback_restores(client: TestClient, tmp_path: Path) 
 
 
 def test_rejected_uploads_leave_the_old_model_serving(client: TestClient, tmp_path: Path) -> None:
-    """Garbage weights, a tampered file (sha256), bad JSON, wrong architecture: 422 naming it; tiny-v1 still serves."""
+    """Garbage weights, a tampered file (sha256), bad JSON, wrong architecture, features of another version, a
+    per-decision policy's file: 422 naming the field and the fault; tiny-v1 still serves."""
     stem = save_tiny_policy(tmp_path / "new", seed=1, version="tiny-v2")
     good_w = Path(str(stem) + ".safetensors").read_bytes()
     meta = json.loads(Path(str(stem) + ".json").read_text())
@@ -49,7 +50,15 @@ def test_rejected_uploads_leave_the_old_model_serving(client: TestClient, tmp_pa
         (_files(stem, meta=b"{broken"), "metadata: not valid JSON"),
         (_files(stem, meta=b"[1, 2]"), "metadata: expected a JSON object"),
         (_files(stem, meta=json.dumps(wrong_arch).encode()), "tensors do not match the recorded architecture"),
-        (_files(stem, meta=json.dumps(dict(meta, feature_version=999)).encode()), "feature version mismatch"),
+        (
+            _files(stem, meta=json.dumps(dict(meta, feature_version=999)).encode()),
+            "metadata: policy.json: the policy reads feature version 999",
+        ),
+        (
+            _files(stem, meta=json.dumps(dict(meta, format="dagsched-policy", version="old-v2")).encode()),
+            "metadata: format 'dagsched-policy': the service runs priority policies only "
+            "('dagsched-priority-policy', as `save_priority_policy` writes them); a per-decision policy is refused",
+        ),
     ]
     for files, message in cases:
         r = client.put("/v1/model/weights", files=files, headers=AUTH)
@@ -60,7 +69,7 @@ def test_rejected_uploads_leave_the_old_model_serving(client: TestClient, tmp_pa
     assert plan["model_version"] == "tiny-v1" and plan["fallback"] is False
     r = client.put("/v1/model/weights", files={"weights": ("w", good_w)}, headers=AUTH)
     assert r.status_code == 422 and "metadata: missing" in r.json()["detail"]
-    assert 'dagsched_model_swaps_total{outcome="rejected"} 7.0' in client.get("/v1/metrics").text
+    assert 'dagsched_model_swaps_total{outcome="rejected"} 8.0' in client.get("/v1/metrics").text
 
 
 def test_mutating_routes_need_the_token(client: TestClient, tmp_path: Path) -> None:
@@ -70,11 +79,11 @@ def test_mutating_routes_need_the_token(client: TestClient, tmp_path: Path) -> N
         r = client.put("/v1/model/weights", files=_files(stem), headers=headers)
         assert r.status_code == 401 and message in r.json()["detail"]
         assert client.post("/v1/model/rollback", headers=headers).status_code == 401
-        assert client.put("/v1/config", json={"temperature": 1}, headers=headers).status_code == 401
+        assert client.put("/v1/config", json={"shadow": "cpop"}, headers=headers).status_code == 401
         assert client.post("/v1/events", json={"plan_id": "x", "kind": "node_up", "node": "n0", "at": 0},
                            headers=headers).status_code == 401  # fmt: skip
     assert client.get("/v1/model").json()["version"] == "tiny-v1"
-    assert client.get("/v1/config").json()["temperature"] == 0.0
+    assert client.get("/v1/config").json()["shadow"] is None
 
 
 def test_no_configured_token_disables_mutations(make_settings) -> None:

@@ -1,5 +1,6 @@
-"""The service serves the priority policy (drl-v3's kind) as drl: shipped by default, uploaded and smoke-tested
-like the per-decision kind, planning never longer than HEFT on predictions, and explained by its scores."""
+"""The service serves the priority policy (drl-v3's kind) as drl: shipped by default, uploaded and smoke-tested,
+planning never longer than HEFT on predictions, explained by its scores; a per-decision policy's file is refused at
+start-up (HEFT serves, saying why) as on upload."""
 
 from __future__ import annotations
 
@@ -43,8 +44,8 @@ def test_the_shipped_model_is_the_priority_policy(make_settings) -> None:
 
 
 def test_upload_plan_explain_and_refusals(client: TestClient, tmp_path: Path) -> None:
-    """A priority policy uploads over the per-decision one, plans as drl, and its plans are explained by the
-    scores; a corrupted file is refused naming the weights, and the uploaded one keeps serving."""
+    """A priority policy with a learned part uploads over the tiny one, plans as drl, and its plans are explained by
+    the scores; a corrupted file is refused naming the weights, and the uploaded one keeps serving."""
     stem = _priority_stem(tmp_path, "prio-v1")
     r = client.put("/v1/model/weights", files=_files(stem), headers=AUTH)
     assert r.status_code == 200, r.text
@@ -64,3 +65,23 @@ def test_upload_plan_explain_and_refusals(client: TestClient, tmp_path: Path) ->
     assert client.get("/v1/model").json()["version"] == "prio-v1"
     meta = json.loads(Path(str(stem) + ".json").read_text())
     assert meta["format"] == "dagsched-priority-policy"
+
+
+def test_a_per_decision_policy_file_at_start_up_is_refused_and_heft_serves(make_settings, tmp_path: Path) -> None:
+    """Started on a file whose metadata names the per-decision format: no model loads, /v1/model and /readyz say
+    why (naming the format), and drl plans fall back to HEFT with that reason."""
+    stem = _priority_stem(tmp_path, "prio-v1")
+    old = tmp_path / "old-v2"
+    meta = json.loads(Path(str(stem) + ".json").read_text())
+    Path(str(old) + ".json").write_text(json.dumps({**meta, "format": "dagsched-policy", "version": "old-v2"}))
+    Path(str(old) + ".safetensors").write_bytes(Path(str(stem) + ".safetensors").read_bytes())
+    with TestClient(create_app(make_settings(model_path=old))) as c:
+        info = c.get("/v1/model").json()
+        assert info["loaded"] is False and "format 'dagsched-policy'" in info["error"], info
+        ready = c.get("/readyz").json()
+        assert ready["status"] == "ready" and ready["model"] is None and "dagsched-policy" in ready["fallback"]
+        plan = c.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes(), "scheduler": "drl"}).json()
+        assert plan["fallback"] is True and plan["scheduler"] == "heft" and plan["model_version"] is None
+        assert "format 'dagsched-policy'" in plan["fallback_reason"], plan["fallback_reason"]
+        r = c.put("/v1/model/weights", files=_files(stem), headers=AUTH)  # a priority policy still uploads
+        assert r.status_code == 200 and r.json()["version"] == "prio-v1", r.text

@@ -69,10 +69,10 @@ def test_two_replicas_share_plans_models_and_config(replica, tmp_path: Path) -> 
 
         # a config change on one reaches the other
         config = ca.get("/v1/config").json()
-        assert config["temperature"] == 0 and cb.get("/v1/config").json()["temperature"] == 0
-        r = ca.put("/v1/config", json={**config, "temperature": 0.25, "shadow": "cpop"}, headers=AUTH)
+        assert config["decision_deadline_ms"] == 1500 and cb.get("/v1/config").json()["decision_deadline_ms"] == 1500
+        r = ca.put("/v1/config", json={**config, "decision_deadline_ms": 2500, "shadow": "cpop"}, headers=AUTH)
         assert r.status_code == 200, r.text
-        _eventually(lambda: cb.get("/v1/config").json()["temperature"], 0.25)
+        _eventually(lambda: cb.get("/v1/config").json()["decision_deadline_ms"], 2500)
         assert cb.get("/v1/config").json()["shadow"] == "cpop"
 
         # shadow comparisons are rows in the store: made on b, reported by a
@@ -103,7 +103,7 @@ def test_two_replicas_share_plans_models_and_config(replica, tmp_path: Path) -> 
     c = replica("c")
     with httpx.Client(base_url=c, timeout=60) as cc:
         assert cc.get("/v1/model").json()["version"] == "tiny-v3"
-        assert cc.get("/v1/config").json()["temperature"] == 0.25
+        assert cc.get("/v1/config").json()["decision_deadline_ms"] == 2500
 
 
 class _Split:

@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 
 from dagsched.model.errors import InputError
 from dagsched.service.app import create_app
-from dagsched.service.config import config_from_dict
+from dagsched.service.config import RuntimeConfig, config_from_dict, config_from_stored
 from dagsched.service.rules import compile_rule
 
 from .conftest import AUTH, nodes, workflow
@@ -61,10 +61,11 @@ def test_rules_outside_the_grammar_are_refused_at_load_naming_the_rule(expr: str
 
 def test_put_config_applies_without_restart(client: TestClient) -> None:
     """A rule keeping tasks off n2 (the fastest) moves HEFT's plan to n1 (speed 1.5): (10 + 7 + 3) / 1.5 = 13.33 s."""
-    cfg = {"rules": {"not-n2": 'node.id != "n2"'}, "temperature": 0.5, "shadow": "heft"}
+    cfg = {"rules": {"not-n2": 'node.id != "n2"'}, "decision_deadline_ms": 900.0, "shadow": "heft"}
     r = client.put("/v1/config", json=cfg, headers=AUTH)
     assert r.status_code == 200 and r.json()["rules"] == cfg["rules"]
-    assert client.get("/v1/config").json()["shadow"] == "heft"
+    live = client.get("/v1/config").json()
+    assert live["shadow"] == "heft" and live["decision_deadline_ms"] == 900.0
     plan = client.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes(), "scheduler": "heft"}).json()
     assert {a["node"] for a in plan["assignments"]} == {"n1"}
     assert plan["makespan"] == pytest.approx(20 / 1.5)
@@ -73,11 +74,13 @@ def test_put_config_applies_without_restart(client: TestClient) -> None:
 
 
 def test_bad_config_is_rejected_and_the_old_one_stays(client: TestClient) -> None:
-    """A bad rule, an unknown scheduler, a negative temperature: 422 naming the field; the live config is unchanged."""
+    """A bad rule, an unknown scheduler, a zero deadline, an unknown or retired key (temperature applied only to the
+    per-decision policy): 422 naming the field; the live config is unchanged."""
     for body, field in (
         ({"rules": {"gpu": "open('/etc/passwd')"}}, "rules.gpu"),
         ({"shadow": "nonsense"}, "shadow"),
-        ({"temperature": -1}, "temperature"),
+        ({"decision_deadline_ms": 0}, "decision_deadline_ms"),
+        ({"temperature": 0.5}, "temperature"),
         ({"breaker": {"failures": 0}}, "breaker.failures"),
         ({"colour": "red"}, "colour"),
     ):
@@ -99,17 +102,47 @@ def test_impossible_under_rules_is_422_naming_the_task(client: TestClient) -> No
 def test_config_file_is_read_at_start_and_on_reload(make_settings, tmp_path) -> None:
     """The config file sets the start-up config; SIGHUP's re-read applies edits; a bad edit is ignored."""
     path = tmp_path / "config.yaml"
-    path.write_text("temperature: 0.25\nrules:\n  gpu: node.gpu_free >= task.gpu\n")
+    path.write_text("decision_deadline_ms: 250\nrules:\n  gpu: node.gpu_free >= task.gpu\n")
     with TestClient(create_app(make_settings(config_file=path))) as c:
         state = c.app.state.service
-        assert c.get("/v1/config").json()["temperature"] == 0.25
-        path.write_text("temperature: 0.75\n")
+        assert c.get("/v1/config").json()["decision_deadline_ms"] == 250
+        path.write_text("decision_deadline_ms: 750\n")
         assert state.reload_config() is True
-        assert c.get("/v1/config").json() == {**c.get("/v1/config").json(), "temperature": 0.75, "rules": {}}
+        assert c.get("/v1/config").json() == {**c.get("/v1/config").json(), "decision_deadline_ms": 750, "rules": {}}
         path.write_text("rules:\n  bad: node.__dict__\n")
         assert state.reload_config() is False
-        assert c.get("/v1/config").json()["temperature"] == 0.75
+        assert c.get("/v1/config").json()["decision_deadline_ms"] == 750
         assert 'dagsched_config_reloads_total{outcome="rejected"} 1.0' in c.get("/v1/metrics").text
+
+
+def test_a_stored_config_with_a_retired_key_still_loads(make_settings) -> None:
+    """A config published by an older release with `temperature` (which applied only to the per-decision policy) is
+    adopted at start-up and on sync without that key: its other settings serve, no sync error, and the stored
+    document is left as it was."""
+    from dagsched.service.store import Store
+
+    settings = make_settings()
+    stored = {**RuntimeConfig().model_dump(mode="json"), "temperature": 0.5, "shadow": "cpop",
+              "rules": {"not-n2": 'node.id != "n2"'}}  # fmt: skip
+    store = Store(settings.store_url)
+    store.publish(config=stored)
+    with TestClient(create_app(settings)) as c:
+        state = c.app.state.service
+        live = c.get("/v1/config").json()
+        assert live["shadow"] == "cpop" and live["rules"] == stored["rules"] and "temperature" not in live
+        assert state.sync_error is None
+        plan = c.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes(), "scheduler": "heft"}).json()
+        assert {a["node"] for a in plan["assignments"]} == {"n1"}  # the stored rule applies
+        store.publish(config={**stored, "shadow": "peft", "temperature": 0.0})  # another old replica publishes
+        assert state.sync() is True and state.sync_error is None
+        assert c.get("/v1/config").json()["shadow"] == "peft"
+    serving = store.serving_state()
+    assert serving is not None and serving["config"]["temperature"] == 0.0  # nothing stored was rewritten
+    store.close()
+    assert config_from_stored({"temperature": 1.0, "shadow": "heft"}).shadow == "heft"
+    with pytest.raises(InputError) as err:  # only the retired keys are dropped: an unknown one is still refused
+        config_from_stored({"temperature": 1.0, "colour": "red"})
+    assert err.value.field == "colour"
 
 
 def test_skew_monitor_switches_to_round_robin(client: TestClient) -> None:

@@ -15,7 +15,7 @@ from .conftest import nodes, start_server, workflow
 
 def _serve(tmp_path: Path, policy_stem: Path, *extra: str):
     config = tmp_path / "config.yaml"
-    config.write_text("temperature: 0\n")
+    config.write_text("decision_deadline_ms: 1500\n")
     store = f"sqlite:///{tmp_path / 's.sqlite'}"
     base, proc = start_server(
         store, policy_stem, tmp_path / "models", "--config", str(config), *extra, ready="/healthz", timeout_s=60
@@ -55,10 +55,10 @@ def test_real_server_plans_and_reloads_on_sighup(server) -> None:
         assert (
             'dagsched_requests_total{method="POST",route="/v1/schedule",status="200"} 1.0' in c.get("/v1/metrics").text
         )
-        config.write_text("temperature: 0.5\nshadow: heft\n")
+        config.write_text("decision_deadline_ms: 2500\nshadow: heft\n")
         proc.send_signal(signal.SIGHUP)
         for _ in range(50):
-            if c.get("/v1/config").json()["temperature"] == 0.5:
+            if c.get("/v1/config").json()["decision_deadline_ms"] == 2500:
                 break
             time.sleep(0.1)
         assert c.get("/v1/config").json()["shadow"] == "heft"
@@ -67,18 +67,18 @@ def test_real_server_plans_and_reloads_on_sighup(server) -> None:
 
 def test_two_workers_plan_and_all_reload_on_sighup(two_workers) -> None:
     """`serve --workers 2`: plans are served and stored (HEFT makespan 10, readable back); SIGHUP to the parent
-    reaches every worker: all answers after it show the new temperature."""
+    reaches every worker: all answers after it show the new deadline."""
     base, proc, config = two_workers
     with httpx.Client(base_url=base, timeout=30) as c:
         plan = c.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes(), "scheduler": "heft"}).json()
         assert plan["makespan"] == pytest.approx(10.0)
         assert c.get(f"/v1/plans/{plan['plan_id']}").json()["plan_id"] == plan["plan_id"]
-        config.write_text("temperature: 0.5\n")
+        config.write_text("decision_deadline_ms: 2500\n")
         proc.send_signal(signal.SIGHUP)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             # new connections each time, so the kernel spreads them over both workers
-            if all(httpx.get(f"{base}/v1/config").json()["temperature"] == 0.5 for _ in range(12)):
+            if all(httpx.get(f"{base}/v1/config").json()["decision_deadline_ms"] == 2500 for _ in range(12)):
                 break
             time.sleep(0.2)
-        assert all(httpx.get(f"{base}/v1/config").json()["temperature"] == 0.5 for _ in range(12))
+        assert all(httpx.get(f"{base}/v1/config").json()["decision_deadline_ms"] == 2500 for _ in range(12))

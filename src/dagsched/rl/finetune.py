@@ -3,8 +3,8 @@
 `FinetuneConfig` is the one description of a fine-tune (`dagsched finetune`'s options are generated from it):
 what to read, how to train, when the result is good enough to ship. The training itself is a function of the
 problems and the current model, whatever its kind: `trainer(model)` finds it by the model's class
-(`register_kind`), so each learned scheduler brings its own (the per-decision policy's is DAgger from
-HEFT-from-here, `dagger`; the priority policy's, a few passes of its own POMO updates, `priority_passes`);
+(`register_kind`), so each learned scheduler brings its own (the priority policy of `drl`: a few passes of its own
+POMO updates, `priority_passes`);
 `evaluate` plans every held-out problem with old and new in the one simulator, as the service plans;
 `verdict` says whether new won by the margin. Reading the logs, building the problems and shipping are the
 service's (`dagsched.service.finetune`).
@@ -12,9 +12,8 @@ service's (`dagsched.service.finetune`).
 
 from __future__ import annotations
 
-import copy
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -45,7 +44,7 @@ class FinetuneConfig:
     outlier_bound: float = 10.0
     """an executed task past this many times (or under 1/this) its declared runtime is an outlier"""
     model: str | None = None
-    """policy stem to start from, of either kind (default: the service's default, the priority policy drl-v3)"""
+    """priority policy stem to start from (default: the service's default, the shipped drl-v3)"""
     service: str | None = None
     """service URL to upload a winner to (token: DAGSCHED_API_TOKEN); without it the winner goes to --out"""
     out: str = "dagsched-finetune"
@@ -55,19 +54,15 @@ class FinetuneConfig:
     max_problems: int = 200
     """newest plans read at most (keeps the fine-tune brief)"""
     rounds: int = 2
-    """DAgger rounds (each plays every training problem once); the priority policy: rounds x epochs passes"""
+    """training rounds (the priority policy: rounds x epochs passes over the training problems)"""
     epochs: int = 2
-    """passes over the DAgger buffer per round (the priority policy: passes over the problems per round)"""
+    """passes over the training problems per round"""
     lr: float = 1e-4
     """Adam learning rate (small: stay near the serving policy)"""
-    beta: float = 0.5
-    """probability the teacher acts in a step (else the policy being tuned; the per-decision policy's DAgger)"""
-    batch_size: int = 64
-    """states per minibatch (the per-decision policy's DAgger)"""
     margin: float = 0.01
     """ship only when the mean new/old makespan on the held-out plans is under 1 - margin"""
     seed: int = 0
-    """seed of the episodes and the minibatch order"""
+    """seed of the sampled orders"""
 
     @property
     def since_s(self) -> float:
@@ -101,10 +96,6 @@ class FinetuneConfig:
                 raise InputError(flag, f"must be at least 1, got {value}")
         if not self.lr >= 0.0:
             raise InputError("--lr", f"must be >= 0, got {self.lr:g}")
-        if not 0.0 <= self.beta <= 1.0:
-            raise InputError("--beta", f"must be between 0 and 1, got {self.beta:g}")
-        if self.batch_size < 1:
-            raise InputError("--batch-size", f"must be at least 1, got {self.batch_size}")
         if not self.outlier_bound > 1.0:
             raise InputError("--outlier-bound", f"must be over 1, got {self.outlier_bound:g}")
 
@@ -147,7 +138,7 @@ class Kind:
     train: Trainer
     """(training problems, current model, config) -> (a new model, the last round's mean losses)"""
     scheduler: Callable[[Any], Scheduler]
-    """a greedy scheduler planning with the model"""
+    """the scheduler planning with the model as the service plans with it"""
     save: Callable[[Any, Path], Path]
     """write the model's files at a stem (safetensors + metadata), return the metadata file"""
     algorithm: Callable[[FinetuneConfig], str]
@@ -163,7 +154,7 @@ def register_kind(model_class: type, kind: Kind) -> None:
 
 
 def kind_of(model: Any) -> Kind:
-    """The Kind of a model (the per-decision and the priority policy's are built in)."""
+    """The Kind of a model (the priority policy's is built in)."""
     if not _KINDS:
         _register_builtin()
     for cls in type(model).__mro__:
@@ -177,23 +168,9 @@ def trainer(model: Any) -> Trainer:
 
 
 def _register_builtin() -> None:
-    from dagsched.policy.files import save_policy
-    from dagsched.policy.gnn import SchedulingPolicy
     from dagsched.policy.priority_net import PriorityPolicy, save_priority_policy
-    from dagsched.schedulers.drl import DRLScheduler
     from dagsched.schedulers.priority_sampling import SERVICE_SAMPLING, PrioritySampling
 
-    register_kind(
-        SchedulingPolicy,
-        Kind(
-            train=dagger,
-            scheduler=lambda policy: DRLScheduler(policy=policy),
-            save=lambda policy, stem: save_policy(policy, stem)[1],
-            algorithm=lambda cfg: (
-                f"DAgger from HEFT-from-here, {cfg.rounds} rounds x {cfg.epochs} epochs, lr {cfg.lr:g}"
-            ),
-        ),
-    )
     register_kind(
         PriorityPolicy,
         Kind(
@@ -206,49 +183,6 @@ def _register_builtin() -> None:
             ),
         ),
     )
-
-
-# ---- the per-decision policy's trainer -------------------------------------------------------------------------
-
-
-def dagger(problems: list[LoggedProblem], policy: Any, cfg: FinetuneConfig) -> tuple[Any, dict[str, float]]:
-    """A copy of `policy` after `cfg.rounds` DAgger rounds on `problems` (`rl.imitation`): each round plays every
-    problem mixing the HEFT-from-here teacher (probability `beta`) and the policy, labels every visited state with
-    the teacher's action and fits a few epochs of behaviour cloning at a small learning rate. Imitation rather than
-    PPO because it takes seconds, needs no Ray, and cannot drift far from the policy it starts at."""
-    import numpy as np
-    import torch
-
-    from dagsched.rl.env import EnvConfig, SchedulingEnv
-    from dagsched.rl.imitation import Sample, dagger_round
-
-    torch.manual_seed(cfg.seed)
-    rng = np.random.default_rng(cfg.seed)
-    new = copy.deepcopy(policy)
-    # one environment whose padded sizes hold every problem (episodes pass their problem in reset)
-    env = SchedulingEnv(
-        EnvConfig(
-            max_tasks=max(128, *(p.cp.n_tasks for p in problems)),
-            max_nodes=max(16, *(p.cp.n_nodes for p in problems)),
-            max_edges=max(1024, *(len(p.cp.succ_idx) for p in problems)),
-            history_len=policy.config.history_len,
-        )
-    )
-    optimizer = torch.optim.Adam(new.parameters(), lr=cfg.lr)
-    buffer: list[Sample] = []
-    stats: dict[str, float] = {}
-
-    def episodes() -> Iterator[tuple[Any, int, dict[str, Any]]]:
-        for p in problems:
-            seed = int(rng.integers(2**31))
-            yield env, seed, {"problem": p.cp, "sim_seed": seed}
-
-    for _ in range(cfg.rounds):
-        new.eval()
-        stats, _ = dagger_round(new, optimizer, episodes(), cfg.beta, rng, buffer, cfg.epochs, cfg.batch_size)
-    new.eval()
-    stats["states"] = float(len(buffer))
-    return new, stats
 
 
 # ---- the priority policy's trainer -----------------------------------------------------------------------------
@@ -268,7 +202,7 @@ def priority_passes(problems: list[LoggedProblem], policy: Any, cfg: FinetuneCon
 
 def evaluate(old: Any, new: Any, problems: list[LoggedProblem]) -> list[HeldOutResult]:
     """Each model's makespan on each problem in the one simulator, planned as the service plans with it (its
-    Kind's scheduler: the per-decision policy greedily, the priority policy with the service's sampling)."""
+    Kind's scheduler: the priority policy with the service's sampling)."""
     from dagsched.schedulers import simulate
 
     def makespan(model: Any, cp: CompiledProblem) -> float:

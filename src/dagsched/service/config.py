@@ -5,8 +5,7 @@ expression language, an unknown scheduler or a bad number leaves the old config 
 and the error names the field (`rules.gpu: ...`).
 
     default_scheduler: drl          # the learned planner: never a longer plan than HEFT's (docs/service.md)
-    temperature: 0                  # drl_step policies only: 0 greedy, > 0 sample the softmax at this temperature
-    decision_deadline_ms: 1500      # one decision of the learned policy slower than this -> HEFT (drl plans in one)
+    decision_deadline_ms: 1500      # the learned planner's plan slower than this -> HEFT plans instead
     rules:                          # hard constraints, all must hold for a (node, task) pair
       gpu: node.gpu_free >= task.gpu
     breaker: {failures: 5, cooldown_s: 30}
@@ -122,11 +121,8 @@ class RuntimeConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)  # strict: `true` is not a number, "1" is not one
 
     default_scheduler: str = Field("drl", description="scheduler of /v1/schedule when the request names none")
-    temperature: float = Field(
-        0.0, ge=0, le=10, description="per-decision policies: 0 = greedy; else softmax temperature of the policy"
-    )
     decision_deadline_ms: float = Field(
-        1500.0, gt=0, description="per-decision deadline of the learned policy (drl makes its whole plan in one)"
+        1500.0, gt=0, description="deadline of the learned planner's plan (drl plans a workflow in one decision)"
     )
     rules: dict[str, str] = Field(default_factory=dict, description="node filter rules, name -> expression")
     breaker: Breaker = Field(default_factory=Breaker)
@@ -174,6 +170,19 @@ def config_from_dict(data: Any) -> RuntimeConfig:
     if not isinstance(data, dict):
         raise InputError("config", f"expected a mapping of settings, got {type(data).__name__}")
     return parse(RuntimeConfig, data)  # type: ignore[no-any-return]
+
+
+RETIRED_KEYS = ("temperature",)
+"""Settings older releases had and this one has not (`temperature` applied only to the per-decision policy, which
+is no longer served): dropped from a config read back from the store, so what was published before still loads."""
+
+
+def config_from_stored(data: Any) -> RuntimeConfig:
+    """A config as the store keeps it (`serving.config`): validated as `config_from_dict` does, less the retired
+    keys (an operator's config file or `PUT /v1/config` naming one is still refused, naming it)."""
+    if isinstance(data, dict):
+        data = {k: v for k, v in data.items() if k not in RETIRED_KEYS}
+    return config_from_dict(data)
 
 
 def read_config(path: Path) -> RuntimeConfig:

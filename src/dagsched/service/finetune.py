@@ -19,9 +19,9 @@ What runs, in order (the training itself lives in `dagsched.rl.finetune`; this m
    really runs.
 2. split: a plan is held out when sha256(plan id) falls under `--holdout`: the same logs give the
    same split, and a plan never moves between sides as logs grow.
-3. fine-tune: the model's own trainer (`rl.finetune.trainer`: DAgger from HEFT-from-here for the
-   per-decision policy, a few passes of POMO for the priority policy of `drl`), on the training
-   problems, from the current model (default: the service's default, the priority policy drl-v3).
+3. fine-tune: the model's own trainer (`rl.finetune.trainer`: a few passes of POMO for the priority
+   policy of `drl`), on the training problems, from the current model (default: the service's default,
+   the shipped drl-v3).
 4. evaluate: old and new, each planning as the service plans with it, on the held-out problems in the
    one simulator; the score is the mean of new/old makespan.
 5. ship, only if new/old < 1 - `--margin`: `PUT /v1/model/weights` on `--service` (bearer token
@@ -287,10 +287,10 @@ def run(
     ship: Callable[[Path], str] | None = None,
 ) -> Outcome:
     """Read, split, fine-tune, judge, ship. The model starts from `current` (a loaded model: the online runner's),
-    else `cfg.model` (either kind) or the service's default policy; a winner goes to `ship(stem)` when given, else
+    else `cfg.model` or the service's default policy; a winner goes to `ship(stem)` when given, else
     to `http`, else stays in `out` (default `cfg.out`). `judge` is injectable for tests."""
     from dagsched.policy.files import PolicyFileError
-    from dagsched.service.models import load_any_policy
+    from dagsched.policy.priority_net import load_priority_policy
     from dagsched.service.settings import DEFAULT_MODEL
 
     out = Path(cfg.out) if out is None else out
@@ -312,7 +312,7 @@ def run(
     else:
         stem = Path(cfg.model) if cfg.model is not None else DEFAULT_MODEL
         try:
-            old = load_any_policy(stem)
+            old = load_priority_policy(stem)
         except PolicyFileError as err:
             raise InputError("--model", str(err)) from None
         parent = policy_version(stem)
@@ -365,15 +365,13 @@ def run(
 
 
 STAT_LABELS = {
-    "states": "{:.0f} states",
-    "bc_loss": "bc loss {:.4f}",
-    "accuracy": "teacher agreement {:.3f}",
     "problems": "{:.0f} problems",
     "loss": "loss {:.4f}",
+    "entropy": "entropy {:.4f}",
     "best_sample_vs_heft": "best sample / HEFT {:.4f}",
 }
-"""How `report` words a trainer's last-round statistics (the per-decision policy's DAgger, the priority policy's
-POMO passes); others are printed by name."""
+"""How `report` words a trainer's last-round statistics (the priority policy's POMO passes); others are printed by
+name."""
 
 
 def train_summary(stats: dict[str, float]) -> str:

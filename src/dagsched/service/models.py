@@ -1,18 +1,18 @@
 """The serving policy: loaded at start-up, replaced by validated uploads, rolled back on request.
 
-Two kinds of policy are served as `drl`, told apart by their metadata's `format`: the priority
-policy (`dagsched-priority-policy`, the shipped drl-v3: scores sampled and decoded by list
-scheduling, `schedulers.priority_sampling`) and the per-decision policy (`dagsched-policy`,
-drl-v2 and what `dagsched finetune` writes: `schedulers.drl`, registered as drl_step).
+The policy `drl` plans with is the priority policy (metadata `format` `dagsched-priority-policy`; the
+shipped drl-v3 and what `dagsched finetune` writes): one score per task, sampled and decoded by list
+scheduling (`schedulers.priority_sampling`). A file of any other format, such as an old per-decision
+policy (`dagsched-policy`), is refused, naming its format.
 
-An upload (`<weights>.safetensors` bytes and its JSON metadata, as `save_policy` or
-`save_priority_policy` writes them) goes through, in order: size limits; the metadata must be a
-JSON object; the weights must parse as safetensors (never a pickle: `safetensors` only); the
+An upload (`<weights>.safetensors` bytes and its JSON metadata, as `save_priority_policy` writes
+them) goes through, in order: size limits; the metadata must be a JSON object of the priority
+policy's format; the weights must parse as safetensors (never a pickle: `safetensors` only); the
 loader's checks (format, feature version and sizes, sha256, every tensor's shape against the
-recorded architecture); a smoke inference (the policy plans a small fixed problem in the
-simulator and its outputs are finite). Only then is it swapped in, under a lock, in one
-assignment; the old one becomes `previous` (what `rollback` restores). Any failure leaves the
-serving model as it was.
+recorded architecture); a smoke inference (the policy scores a small fixed problem, its scores
+are finite, and its sampled plan passes the validator in the simulator). Only then is it swapped
+in, under a lock, in one assignment; the old one becomes `previous` (what `rollback` restores).
+Any failure leaves the serving model as it was.
 """
 
 from __future__ import annotations
@@ -35,6 +35,9 @@ import numpy as np
 from dagsched.model.errors import InputError
 
 log = logging.getLogger("dagsched.service")
+
+PER_DECISION_FORMAT = "dagsched-policy"
+"""The format of the per-decision policy files older releases wrote: named when such a file is refused."""
 
 STAGING_PREFIX = ".upload-"
 """An upload is validated in a staging folder of the model folder, `.upload-<host>-<pid>-<random>`, removed
@@ -110,60 +113,16 @@ def _smoke_problem() -> Any:
     return compile_problem(Problem(workflows=[wf], cluster=cluster))
 
 
-def is_priority(policy: Any) -> bool:
-    from dagsched.policy.priority_net import PriorityPolicy
-
-    return isinstance(policy, PriorityPolicy)
-
-
-def load_any_policy(stem: Path) -> Any:
-    """The policy at `stem`, of whichever kind its metadata names."""
-    from dagsched.policy.files import PolicyFileError, load_policy
-    from dagsched.policy.priority_net import is_priority_policy, load_priority_policy
-
-    try:
-        meta = json.loads(Path(str(stem) + ".json").read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise PolicyFileError(f"{stem}.json: {err}") from None
-    if isinstance(meta, dict) and is_priority_policy(meta):
-        return load_priority_policy(stem)
-    return load_policy(stem)
-
-
 def smoke_test(policy: Any) -> None:
-    """Plan a small fixed problem with the policy; raise InputError if it cannot (non-finite output, crash)."""
-    import torch
-
-    if is_priority(policy):
-        from dagsched.policy.priority_features import task_features
-        from dagsched.schedulers import simulate
-        from dagsched.schedulers.priority_sampling import PrioritySampling
-
-        cp = _smoke_problem()
-        if not np.isfinite(policy.scores(task_features(cp, False))).all():
-            raise InputError("weights", "smoke inference gave non-finite scores: the weights are unusable")
-        result = simulate(cp, PrioritySampling(policy=policy, samples=4), validate=True)
-        if not result.valid:
-            raise InputError("weights", "smoke plan is invalid: " + "; ".join(result.violations[:3]))
-        return
-
-    from dagsched.policy.features import FeatureBuilder
+    """Plan a small fixed problem with the policy; raise InputError if it cannot (non-finite scores, invalid plan)."""
+    from dagsched.policy.priority_features import task_features
     from dagsched.schedulers import simulate
-    from dagsched.sim.engine import Simulator
+    from dagsched.schedulers.priority_sampling import PrioritySampling
 
     cp = _smoke_problem()
-    sim = Simulator(cp)
-    sim.step()
-    builder = FeatureBuilder(cp, False, 16, policy.config.history_len)
-    obs = builder.build(sim.decision_point())
-    with torch.inference_mode():
-        logits, value = policy.forward_single(obs)
-    legal = torch.from_numpy(obs.action_mask())
-    if not bool(torch.isfinite(logits[legal]).all()) or not bool(torch.isfinite(value)):
-        raise InputError("weights", "smoke inference gave non-finite logits or value: the weights are unusable")
-    from dagsched.schedulers.drl import DRLScheduler
-
-    result = simulate(cp, DRLScheduler(policy=policy), validate=True)
+    if not np.isfinite(policy.scores(task_features(cp, False))).all():
+        raise InputError("weights", "smoke inference gave non-finite scores: the weights are unusable")
+    result = simulate(cp, PrioritySampling(policy=policy, samples=4), validate=True)
     if not result.valid:
         raise InputError("weights", "smoke plan is invalid: " + "; ".join(result.violations[:3]))
 
@@ -182,28 +141,24 @@ class ModelManager:
 
     @staticmethod
     def available() -> bool:
-        """Whether this build has the DRL scheduler at all."""
+        """Whether this build has the learned planner at all (it needs torch)."""
         try:
-            import dagsched.schedulers.drl  # noqa: F401
+            import dagsched.schedulers.priority_sampling  # noqa: F401
         except ImportError:
             return False
         return True
 
     def load_path(self, stem: Path, source: str = "shipped") -> LoadedModel:
-        """Load a saved policy (`<stem>.safetensors` + `<stem>.json`, either kind) and make it the serving one."""
+        """Load a saved priority policy (`<stem>.safetensors` + `<stem>.json`) and make it the serving one."""
         from dagsched.policy.files import PolicyFileError
+        from dagsched.policy.priority_net import load_priority_policy
 
         try:
-            policy = load_any_policy(stem)
+            policy = load_priority_policy(stem)
         except PolicyFileError as err:
             raise InputError("weights", str(err)) from None
         meta = json.loads(Path(str(stem) + ".json").read_text())
-        if is_priority(policy):
-            smoke_test(policy)  # compiles (or loads) the decoder now, not in the first request
-        else:
-            from dagsched.policy.inference import warm_up
-
-            warm_up(policy)  # compile (or load) the inference kernels now, not in the first request
+        smoke_test(policy)  # compiles (or loads) the decoder now, not in the first request
         loaded = LoadedModel(policy, _version(meta), meta["sha256"], time.time(), source, meta)
         self._swap(loaded)
         return loaded
@@ -211,7 +166,7 @@ class ModelManager:
     def try_load_startup(self, stem: Path) -> None:
         """The shipped (or configured) model; a missing or bad one is reported, and HEFT serves."""
         if not self.available():
-            self.error = "this build has no DRL scheduler (dagsched.schedulers.drl)"
+            self.error = "this build has no learned planner (dagsched.schedulers.priority_sampling)"
             return
         try:
             self.load_path(stem, "shipped")
@@ -234,7 +189,16 @@ class ModelManager:
         if len(version) > 128 or any(ord(c) < 32 or ord(c) == 127 for c in version):
             raise InputError("metadata", "version: at most 128 printable characters (it is stored and shown)")
         if not self.available():
-            raise InputError("weights", "this build has no DRL scheduler to run the policy")
+            raise InputError("weights", "this build has no learned planner to run the policy")
+        from dagsched.policy.priority_net import FILE_FORMAT
+
+        fmt = meta.get("format")
+        if fmt != FILE_FORMAT:
+            raise InputError(
+                "metadata",
+                f"format {fmt!r}: the service runs priority policies only ({FILE_FORMAT!r}, as `save_priority_policy`"
+                " writes them)" + ("; a per-decision policy is refused" if fmt == PER_DECISION_FORMAT else ""),
+            )
         from safetensors import SafetensorError
         from safetensors.torch import load as load_safetensors
 
@@ -249,11 +213,13 @@ class ModelManager:
             (staging / "policy.safetensors").write_bytes(weights)
             (staging / "policy.json").write_bytes(metadata)
             from dagsched.policy.files import PolicyFileError
+            from dagsched.policy.priority_net import load_priority_policy
 
             try:
-                policy = load_any_policy(stem)
-            except PolicyFileError as err:
-                raise InputError("weights", str(err).replace(str(staging) + "/", "")) from None
+                policy = load_priority_policy(stem)
+            except PolicyFileError as err:  # it names the file at fault: policy.json is the metadata
+                fault = str(err).replace(str(staging) + "/", "")
+                raise InputError("metadata" if fault.startswith("policy.json") else "weights", fault) from None
             except (TypeError, ValueError, RuntimeError) as err:  # torch refuses e.g. a negative width
                 raise InputError("metadata", f"architecture does not build: {err}") from None
             try:
@@ -287,19 +253,15 @@ class ModelManager:
             self.current = loaded
             self.error = None
 
-    def scheduler(self, temperature: float) -> Any:
+    def scheduler(self) -> Any:
         """The scheduler `drl` plans with over the serving policy: the priority planner with the service's sampling
-        (`SERVICE_SAMPLING`; `temperature` does not apply), or the per-decision policy (greedy at temperature 0)."""
+        (`SERVICE_SAMPLING`)."""
         current = self.current
         if current is None:
             raise LookupError(self.error or "no learned policy loaded")
-        if is_priority(current.policy):
-            from dagsched.schedulers.priority_sampling import SERVICE_SAMPLING, PrioritySampling
+        from dagsched.schedulers.priority_sampling import SERVICE_SAMPLING, PrioritySampling
 
-            return PrioritySampling(policy=current.policy, **SERVICE_SAMPLING)
-        from dagsched.schedulers.drl import DRLScheduler
-
-        return DRLScheduler(policy=current.policy, greedy=temperature <= 0, temperature=max(temperature, 1e-6))
+        return PrioritySampling(policy=current.policy, **SERVICE_SAMPLING)
 
 
 def _version(meta: dict[str, Any]) -> str:

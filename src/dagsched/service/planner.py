@@ -10,8 +10,8 @@ gather the evidence, build the records):
 2. A task that no node admits makes the request impossible: 422 naming it.
 3. The scheduler runs in `Simulator` with `SimConfig()` defaults (no noise, failures or
    stragglers: cloud mode on predictions), validated by the independent validator.
-4. The learned policy (`drl`) runs behind a breaker and a per-decision deadline; if it is
-   missing, fails, is too slow or its plan is invalid, HEFT plans instead and the response
+4. The learned planner (`drl`) runs behind a breaker and a deadline (it plans the whole workflow
+   in one decision); if it is missing, fails, is too slow or its plan is invalid, HEFT plans instead and the response
    says `fallback: true` with the reason (also counted in `dagsched_fallbacks_total`).
 5. The load-skew monitor: when the std of the nodes' cpu utilisation (from the request) is
    over the threshold, the next N task placements go to the registered `round_robin` scheduler.
@@ -60,12 +60,12 @@ log = logging.getLogger("dagsched.service")
 
 
 class DeadlineExceeded(RuntimeError):
-    """One decision of the learned policy took longer than the configured deadline."""
+    """The learned planner's decision (its whole plan) took longer than the configured deadline."""
 
 
 class Timed(Scheduler):
     """Wraps a scheduler: times each decision, notes which decision started each task, and enforces an optional
-    per-decision deadline (the learned policy's)."""
+    deadline on every decision (the learned planner's, which makes its whole plan in one)."""
 
     def __init__(self, inner: Scheduler, deadline_s: float | None = None) -> None:
         super().__init__()
@@ -334,7 +334,7 @@ class Planner:
                 fallback_reason = "the learned policy's breaker is open (recent failures); HEFT serves until it closes"
             else:
                 model_version = current.version
-                timed = Timed(models.scheduler(config.temperature), config.decision_deadline_ms / 1e3)
+                timed = Timed(models.scheduler(), config.decision_deadline_ms / 1e3)
                 try:
                     result = self._run(cp, timed)
                     inference_s = timed.decide_s
@@ -511,7 +511,7 @@ class Planner:
             models = models or self.models
             if models.current is None:
                 return None
-            sched: Scheduler = models.scheduler(0.0)
+            sched: Scheduler = models.scheduler()
         else:
             sched = make_scheduler(name)
         try:

@@ -1,7 +1,7 @@
 """Process settings of the service, from the environment (prefix `DAGSCHED_`) or `dagsched serve` flags.
 
 These are fixed for the life of a process. What an operator changes at run time (rules,
-weights, temperature, breaker, shadow) is the runtime config (`service.config`), applied
+weights, deadline, breaker, shadow) is the runtime config (`service.config`), applied
 with `PUT /v1/config` or re-read from `config_file` on SIGHUP.
 """
 

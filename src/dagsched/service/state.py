@@ -28,7 +28,7 @@ from fastapi import Depends, HTTPException, Request
 from dagsched.model.errors import InputError
 from dagsched.service.calibration import Calibrator
 from dagsched.service.canary import CanaryController, with_id
-from dagsched.service.config import RuntimeConfig, config_from_dict, read_config
+from dagsched.service.config import RuntimeConfig, config_from_stored, read_config
 from dagsched.service.metrics import ServiceMetrics
 from dagsched.service.models import ModelManager
 from dagsched.service.online import OnlineFinetuner
@@ -129,7 +129,7 @@ class ServiceState:
                 changed |= self._load_published(sha)
             if live["config"] is not None and live["config"] != self.config.model_dump(mode="json"):
                 try:
-                    self.set_config(config_from_dict(live["config"]))
+                    self.set_config(config_from_stored(live["config"]))
                     changed = True
                 except InputError as err:  # a config this build cannot read: keep the live one, say so
                     self.sync_error = f"published config rejected: {err}"
