@@ -64,13 +64,30 @@ def test_explain_drl_attributes_the_score_of_its_least_certain_decision(tmp_path
     assert (RAISES_RGB if largest["value"] > 0 else LOWERS_RGB) in _colours(out / "attributions.png")
 
 
-def test_explain_drl_step_attributes_its_decision(tmp_path: Path) -> None:
-    out = tmp_path / "step"
-    r = runner.invoke(app, ["explain", "-w", str(_etl(tmp_path)), "-s", "drl_step", "-o", str(out)])
+def test_explain_drl_with_a_model_file_and_a_refused_one(tmp_path: Path) -> None:
+    """--model: the priority policy saved there explains the plan under its file's name; a file of another format
+    (an old per-decision policy's) exits 2 naming --model and the format, writing nothing."""
+    import torch
+
+    from dagsched.policy.priority_net import PriorityConfig, PriorityPolicy, save_priority_policy
+
+    torch.manual_seed(0)
+    stem = tmp_path / "small-prio"
+    save_priority_policy(PriorityPolicy(PriorityConfig(hidden=8, layers=1, head_init=1.0)), stem)
+    out = tmp_path / "small"
+    r = runner.invoke(app, ["explain", "-w", str(_etl(tmp_path)), "--model", str(stem), "-o", str(out)])
     assert r.exit_code == 0, r.output
     doc = json.loads((out / "explain.json").read_text())
-    assert doc["policy"]["model_version"] == "drl-v2" and doc["task"]["attributions"] is not None
-    assert "raised by:" in r.output and (out / "attributions.png").exists()
+    assert doc["policy"]["model_version"] == "small-prio" and doc["policy"]["reproduced"] is True
+    assert doc["task"]["attributions"] is not None and "raised by:" in r.output
+    old = tmp_path / "old"
+    meta = json.loads(Path(f"{stem}.json").read_text())
+    Path(f"{old}.json").write_text(json.dumps({**meta, "format": "dagsched-policy"}))
+    Path(f"{old}.safetensors").write_bytes(Path(f"{stem}.safetensors").read_bytes())
+    r = runner.invoke(app, ["explain", "-w", str(_etl(tmp_path)), "--model", str(old), "-o", str(tmp_path / "x")])
+    text = " ".join(r.output.split())
+    assert r.exit_code == 2 and "--model" in text and "format 'dagsched-policy'" in text, r.output
+    assert not (tmp_path / "x").exists()
 
 
 def test_explain_heft_gives_evidence_and_a_dag_coloured_by_node(tmp_path: Path) -> None:

@@ -192,6 +192,9 @@ def test_plan_page_draws_every_assignment_and_task(page, plans: dict) -> None:
     detail = p.locator("#detail")
     expect(detail.locator("h3")).to_have_text("train_nn")
     expect(detail).to_contain_text("Learned policy")
+    expect(detail).to_contain_text("among the tasks ready when it was placed")  # drl's choice among a ready set
+    expect(detail.locator("th", has_text="ready task")).to_have_count(1)
+    expect(detail).to_contain_text("Attributions")  # of the task's score
     node = next(a["node"] for a in plan["assignments"] if a["task"] == "train_nn")
     expect(detail.locator("p b").first).to_have_text(node)
 

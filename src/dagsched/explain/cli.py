@@ -12,20 +12,17 @@ import typer
 def explain_problem(
     cp: Any, scheduler: str, task: str | None, policy: Any = None, model_version: str | None = None
 ) -> dict[str, Any]:
-    """Plan `cp` with `scheduler` (drl, drl_step: with `policy`) and explain the plan; `task` None picks, for a
-    learned plan, the choice the policy was least sure of (else the task on the critical path's end: the last to
+    """Plan `cp` with `scheduler` (drl: with `policy`, the priority policy) and explain the plan; `task` None picks,
+    for a drl plan, the choice the policy was least sure of (else the task on the critical path's end: the last to
     finish)."""
     from dagsched.explain.evidence import capacity_rejections, evidence
     from dagsched.explain.plan import explain_plan
     from dagsched.schedulers import make_scheduler
-    from dagsched.schedulers.drl import DRLScheduler
     from dagsched.schedulers.priority_sampling import PrioritySampling
     from dagsched.sim.run import simulate
 
     if scheduler == "drl" and policy is not None:
         sched: Any = PrioritySampling(policy=policy)
-    elif scheduler == "drl_step" and policy is not None:
-        sched = DRLScheduler(policy=policy)
     else:
         sched = make_scheduler(scheduler)
     result = simulate(cp, sched, validate=True)
@@ -103,10 +100,9 @@ def register(app: Any) -> None:
             "explain"
         ),
     ) -> None:
-        """Plan WORKFLOW on CLUSTER and explain it: every task's evidence, the learned policy's alternatives with
-        their probabilities, and for one task Integrated Gradients attributions (drl: of the task's score; drl_step:
-        of its decision, with GAT attention). Writes explain.json, attributions.png (drl, drl_step) and dag.png
-        (coloured by attribution, or by node)."""
+        """Plan WORKFLOW on CLUSTER and explain it: every task's evidence and, for drl, each task's probability
+        among the tasks ready when it was placed, and for one task the Integrated Gradients attributions of its
+        score. Writes explain.json, attributions.png (drl) and dag.png (coloured by attribution, or by node)."""
         import torch
 
         from dagsched.console import console
@@ -123,17 +119,16 @@ def register(app: Any) -> None:
                 raise InputError(
                     "--scheduler", f"unknown scheduler '{scheduler}'; known: {', '.join(registered_names())}"
                 )
-            if scheduler in ("drl", "drl_step"):
-                from dagsched.policy import DEFAULT_MODEL, PRIORITY_MODEL, shipped_model_path
-                from dagsched.policy.files import PolicyFileError, PolicyNotFound, load_cached_policy
+            if scheduler == "drl":
+                from dagsched.policy import PRIORITY_MODEL, shipped_model_path
+                from dagsched.policy.files import PolicyFileError
                 from dagsched.policy.priority_net import load_cached_priority_policy
 
                 try:
-                    policy = load_cached_priority_policy(model) if scheduler == "drl" else load_cached_policy(model)
-                except (PolicyFileError, PolicyNotFound) as err:
+                    policy = load_cached_priority_policy(model)
+                except PolicyFileError as err:  # PolicyNotFound included
                     raise InputError("--model", str(err)) from None
-                default = PRIORITY_MODEL if scheduler == "drl" else DEFAULT_MODEL
-                version = (model or shipped_model_path(default)).name
+                version = (model or shipped_model_path(PRIORITY_MODEL)).name
             if task is not None and task not in cp.task_ids:
                 raise InputError("--task", f"no task '{task}' in {workflow}")
             if cp.n_workflows != 1:
@@ -148,11 +143,7 @@ def register(app: Any) -> None:
         name = cp.wf_names[0]
         if detail["attributions"] is not None:
             at = detail["attributions"]
-            why = (
-                f"what raised {detail['task']}'s score (placed on {detail['node']})"
-                if scheduler == "drl"
-                else f"why {detail['task']} went to {detail['node']}"
-            )
+            why = f"what raised {detail['task']}'s score (placed on {detail['node']})"
             write_attribution_bars(at, out / "attributions.png", f"{name}: {why}")
             values = {r["task"]: r["value"] for r in at["by_task"]}
             write_dag(

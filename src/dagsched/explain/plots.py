@@ -13,8 +13,8 @@ from dagsched.model.compiled import CompiledProblem
 TOP_FEATURES = 15
 
 RAISES_RGB, LOWERS_RGB = (225, 87, 89), (78, 121, 167)
-"""The dashboard's colours for attributions (`diverging` in ui/dom.js): red raises the attributed output (the chosen
-action's log-probability, or drl's task score), blue lowers it, white is none; the pictures use the same, so a
+"""The dashboard's colours for attributions (`diverging` in ui/dom.js): red raises the attributed output (drl's
+task score), blue lowers it, white is none; the pictures use the same, so a
 reader sees one convention."""
 
 
@@ -33,7 +33,7 @@ def attribution_cmap() -> Any:
 
 
 def write_attribution_bars(attributions: dict[str, Any], path: Path, title: str) -> None:
-    """Horizontal bars of the features with the largest |attribution| (summed over tasks, nodes or pairs)."""
+    """Horizontal bars of the features with the largest |attribution| (the cluster summary's summed over tasks)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -74,8 +74,7 @@ def write_dag(
     focus: str | None,
 ) -> None:
     """The DAG left to right by depth; colour by attribution (blue lowers, white 0, red raises, as on the dashboard)
-    when `values` is given, else by
-    the node each task runs on; `focus` (the task explained) ringed in black."""
+    when `values` is given, else by the node each task runs on; `focus` (the task explained) ringed in black."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -98,7 +97,7 @@ def write_dag(
         span = max(float(np.abs(v).max()), 1e-9)
         norm = TwoSlopeNorm(0.0, -span, span)
         sc = ax.scatter(pos[:, 0], pos[:, 1], c=v, cmap=attribution_cmap(), norm=norm, s=90, zorder=2)
-        fig.colorbar(sc, ax=ax, label="attribution of the task (its features and its pair features): red raises")
+        fig.colorbar(sc, ax=ax, label="attribution of the task's features: red raises")
     else:
         nodes = sorted(set(node_of.values()))
         cmap = plt.get_cmap("tab20")

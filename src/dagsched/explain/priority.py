@@ -64,11 +64,10 @@ def choices(cp: CompiledProblem, scores: np.ndarray, order: list[int]) -> dict[i
             "probability": prob[t],
             "margin": float(scores[t] - max(others)) if others else None,
             "alternatives": [
-                {"task": cp.task_ids[r], "node": None, "logit": float(scores[r]), "probability": prob[r],
-                 "chosen": r == t}
+                {"task": cp.task_ids[r], "logit": float(scores[r]), "probability": prob[r], "chosen": r == t}
                 for r in shown
             ],
-        }  # fmt: skip
+        }
         ready.discard(t)
         for c in cp.succs(t).tolist():
             left[c] -= 1
@@ -120,7 +119,6 @@ def attribute(
         "delta": float(delta[0]),
         "by_feature": sorted(by_feature, key=lambda r: -abs(r["value"])),
         "by_task": [{"task": cp.task_ids[i], "value": float(v)} for i, v in enumerate(per_task)],
-        "by_node": [],
     }
 
 
@@ -144,7 +142,6 @@ def explain_priority(
         "decode": f"priority sampling: the plan of {choice.names[choice.chosen]} (of {len(choice.names)} candidates)",
         "reproduced": planned == node_of,
         "decisions": len(choice.order),
-        "waits": 0,
         "target": TARGET,
     }
     per_task = choices(cp, sched.score, list(choice.order))

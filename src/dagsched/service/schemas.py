@@ -200,21 +200,20 @@ class PlanGraph(BaseModel):
 
 
 class PolicyAlternative(BaseModel):
-    task: str | None = Field(description="the candidate task (None: wait)")
-    node: str | None = Field(description="the node (None: wait; drl's priority plans choose tasks, not nodes)")
-    logit: float
-    probability: float = Field(description="softmax over the actions the decode could choose")
+    task: str = Field(description="a task ready at the step the chosen one was placed")
+    logit: float = Field(description="its learned score")
+    probability: float = Field(description="softmax of the scores over the ready tasks (Plackett-Luce, no noise)")
     chosen: bool
 
 
 class PolicyChoice(BaseModel):
-    probability: float = Field(description="the chosen action's probability")
-    margin: float | None = Field(description="chosen logit minus the best other one (None: the only choice)")
+    probability: float = Field(description="the placed task's probability among the tasks ready then")
+    margin: float | None = Field(description="its score minus the best other ready one's (None: the only one ready)")
     alternatives: list[PolicyAlternative]
 
 
 class FeatureAttribution(BaseModel):
-    group: Literal["task", "node", "pair", "global"]
+    group: Literal["task", "global"] = Field(description="task: the task's own row; global: the cluster summary")
     feature: str
     value: float
 
@@ -224,32 +223,19 @@ class TaskAttribution(BaseModel):
     value: float
 
 
-class NodeAttribution(BaseModel):
-    node: str
-    value: float
-
-
 class Attributions(BaseModel):
-    """Integrated Gradients (Captum) of one decision, summed per feature, per DAG task and per node."""
+    """Integrated Gradients (Captum) of one task's score, summed per feature and per DAG task."""
 
     method: str
     baseline: str = Field(description="the reference input the attributions are measured from")
     target: str = Field(description="the output attributed")
     steps: int
-    output: float = Field(description="the target at the decision's input")
+    output: float = Field(description="the target at the plan's input")
     baseline_output: float = Field(description="the target at the baseline")
     total: float = Field(description="sum of all attributions (completeness: output - baseline_output)")
     delta: float = Field(description="completeness error of the integral")
     by_feature: list[FeatureAttribution]
-    by_task: list[TaskAttribution] = Field(description="per DAG task: its features, and its pair features if offered")
-    by_node: list[NodeAttribution]
-
-
-class AttentionEdge(BaseModel):
-    layer: int
-    direction: Literal["along", "against"] = Field(description="along: from parents; against: from children")
-    source: str
-    weight: float = Field(description="GAT attention into the task, mean over heads")
+    by_task: list[TaskAttribution] = Field(description="per DAG task: its row's features, read through the network")
 
 
 class TaskExplanation(BaseModel):
@@ -262,16 +248,16 @@ class TaskExplanation(BaseModel):
 
 
 class TaskDetail(TaskExplanation):
-    attributions: Attributions | None
-    attention: list[AttentionEdge]
+    attributions: Attributions | None = Field(description="why its score is what it is (drl plans only)")
 
 
 class PolicyReplayInfo(BaseModel):
     model_version: str | None = None
     decode: str | None = None
-    reproduced: bool | None = Field(None, description="the replay made the stored plan (same model, greedy)")
-    decisions: int | None = None
-    waits: int | None = None
+    reproduced: bool | None = Field(
+        None, description="the replay made the stored plan (same model, same sampling and seed)"
+    )
+    decisions: int | None = Field(None, description="tasks the replayed plan placed")
     target: str | None = None
     unavailable: str | None = Field(None, description="why the plan's policy decisions cannot be replayed")
 
@@ -285,4 +271,4 @@ class ExplainResponse(BaseModel):
     model_version: str | None = Field(description="the model that made the plan (drl plans)")
     policy: PolicyReplayInfo | None
     tasks: list[TaskExplanation]
-    task: TaskDetail | None = Field(description="the task asked about (?task=): attributions and attention")
+    task: TaskDetail | None = Field(description="the task asked about (?task=): with its attributions")

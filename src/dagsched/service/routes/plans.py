@@ -83,15 +83,13 @@ def plan_graph(plan_id: str, state: State) -> dict[str, Any]:
 def explain(
     plan_id: str,
     state: State,
-    task: Annotated[str | None, Query(max_length=256, description="a task id: its attributions and attention")] = None,
+    task: Annotated[str | None, Query(max_length=256, description="a task id: the attributions of its score")] = None,
 ) -> dict[str, Any]:
     """Why the plan is what it is. Every task: its evidence (top nodes by estimated finish, rejected nodes and why,
-    the terms of its placement). A plan of the learned policy is replayed with the serving model: for the priority
-    policy, each task's score and its probability among the tasks ready when it was placed, with `?task=` the
-    Integrated Gradients attributions of its score per feature and per DAG task (which inputs raised it); for the
-    per-decision policy, each decision's alternatives with their probabilities and, with `?task=`, its attributions
-    and the GAT attention into the task. Computed on request only (seconds on a 1,000-task plan); /v1/schedule never
-    computes it."""
+    the terms of its placement). A plan of the learned planner (drl) is replayed with the serving model: each task's
+    score and its probability among the tasks ready when it was placed, and with `?task=` the Integrated Gradients
+    attributions of its score per feature and per DAG task (which inputs raised it). Computed on request only
+    (seconds on a 1,000-task plan); /v1/schedule never computes it."""
     from dagsched.explain.plan import explain_plan
     from dagsched.service.problem import build_problem
 
@@ -115,7 +113,7 @@ def explain(
         task=task,
         model_version=current.version if current is not None else None,
         why_no_policy=why_not,
-        replayer=lambda: state.models.scheduler(0.0),  # drl's plans are replayed with the service's sampling
+        replayer=lambda: state.models.scheduler(),  # drl's plans are replayed with the service's sampling
     )
     return {**out, "plan_id": plan_id, "model_version": row["model_version"]}
 

@@ -1,5 +1,5 @@
 // One plan (#/plans/<id>): its Gantt chart per node, its DAG (Cytoscape + dagre) coloured by node or by the
-// attributions of one decision, and a task's evidence and explanation on click (GET /v1/plans/{id}/explain).
+// attributions of one task's score (drl plans), and a task's evidence and explanation on click (GET /v1/plans/{id}/explain).
 
 import { getJSON } from "../api.js";
 import {
@@ -153,7 +153,7 @@ export async function render(root, { id }) {
             "span",
             { class: "muted" },
             view.explanation || !view.selected
-              ? "· no attributions for this decision: only plans of the learned policy (drl), replayed with the model that made them, have them"
+              ? "· no attributions for this task: only plans of the learned planner (drl), replayed with the model that made them, have them"
               : "· computing attributions…",
           ),
         );
@@ -170,7 +170,7 @@ export async function render(root, { id }) {
       h(
         "span",
         { class: "muted" },
-        "each task's attribution to the decision on ",
+        "each task's attribution to the score of ",
         h("b", {}, view.selected),
         ` (${attributions.method.replace(/_/g, " ")} of the ${attributions.target}; largest |value| ${num(scale, 4)})`,
       ),
@@ -270,13 +270,13 @@ function explanation(ex) {
       h(
         "p",
         { class: "small" },
-        `probability ${num(t.policy.probability, 3)}`,
-        t.policy.margin === null ? " (the only choice)" : ` · margin ${num(t.policy.margin, 3)} (logit)`,
+        `probability ${num(t.policy.probability, 3)} among the tasks ready when it was placed`,
+        t.policy.margin === null ? " (the only one ready)" : ` · margin ${num(t.policy.margin, 3)} (score)`,
       ),
       table(
         [
-          { label: "task", value: (a) => a.task ?? "wait" },
-          { label: "node", value: (a) => a.node ?? "–" },
+          { label: "ready task", value: (a) => a.task },
+          { label: "score", value: (a) => num(a.logit, 3), class: "num" },
           { label: "p", value: (a) => num(a.probability, 3), class: "num" },
           { label: "", value: (a) => (a.chosen ? "chosen" : "") },
         ],
@@ -308,23 +308,6 @@ function explanation(ex) {
             h("span", { class: "num" }, num(r.value, 4)),
           ),
         ),
-      ),
-      h(
-        "p",
-        { class: "small" },
-        "by node: ",
-        at.by_node.map((r) => h("span", { class: "term" }, `${r.node} ${num(r.value, 4)}`)),
-      ),
-    );
-  }
-  if (t.attention && t.attention.length) {
-    const top = [...t.attention].sort((a, b) => b.weight - a.weight).slice(0, 6);
-    parts.push(
-      h("h4", {}, "Attention into the task"),
-      h(
-        "ul",
-        { class: "small" },
-        top.map((a) => h("li", {}, `layer ${a.layer}, ${a.direction}: ${a.source} ${num(a.weight, 3)}`)),
       ),
     );
   }
