@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 
 from dagsched.model.errors import InputError
 from dagsched.service.app import create_app
-from dagsched.service.config import RuntimeConfig, config_from_dict, config_from_stored
+from dagsched.service.config import RuntimeConfig, config_from_dict, config_from_stored, read_config
 from dagsched.service.rules import compile_rule
 
 from .conftest import AUTH, nodes, workflow
@@ -143,6 +143,24 @@ def test_a_stored_config_with_a_retired_key_still_loads(make_settings) -> None:
     with pytest.raises(InputError) as err:  # only the retired keys are dropped: an unknown one is still refused
         config_from_stored({"temperature": 1.0, "colour": "red"})
     assert err.value.field == "colour"
+
+
+def test_a_config_file_with_a_retired_key_still_starts_the_service(make_settings, tmp_path, caplog) -> None:
+    """An operator's config file from an older release (`temperature: 0` beside real settings) starts the service
+    with its other settings, and the log names the setting it dropped; an unknown key still stops the start."""
+    path = tmp_path / "config.yaml"
+    path.write_text("temperature: 0\ndecision_deadline_ms: 900\nshadow: cpop\n")
+    with (
+        caplog.at_level("WARNING", logger="dagsched.service"),
+        TestClient(create_app(make_settings(config_file=path))) as c,
+    ):
+        live = c.get("/v1/config").json()
+        assert live["decision_deadline_ms"] == 900 and live["shadow"] == "cpop" and "temperature" not in live
+    assert any("dropped the retired setting temperature" in r.getMessage() for r in caplog.records)
+    path.write_text("temperature: 0\ncolour: red\n")
+    with pytest.raises(InputError) as err:
+        read_config(path)
+    assert err.value.field == "colour" and str(path) in err.value.fault
 
 
 def test_skew_monitor_switches_to_round_robin(client: TestClient) -> None:

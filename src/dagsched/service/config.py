@@ -2,7 +2,9 @@
 
 A config is validated as a whole before it replaces the live one: a rule outside the
 expression language, an unknown scheduler or a bad number leaves the old config serving
-and the error names the field (`rules.gpu: ...`).
+and the error names the field (`rules.gpu: ...`). A config kept from an older release (the
+store's, a config file) loads without the settings this one retired (`RETIRED_KEYS`), saying so
+in the log.
 
     default_scheduler: drl          # the learned planner: never a longer plan than HEFT's (docs/service.md)
     decision_deadline_ms: 1500      # the learned planner's plan slower than this -> HEFT plans instead
@@ -20,6 +22,7 @@ and the error names the field (`rules.gpu: ...`).
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 from dagsched.model.errors import InputError, parse
 from dagsched.service.rules import Rule, compile_rules
 from dagsched.sim.objective import ObjectiveWeights
+
+log = logging.getLogger("dagsched.service")
 
 
 def known_scheduler(name: str | None) -> str | None:
@@ -172,15 +177,19 @@ def config_from_dict(data: Any) -> RuntimeConfig:
     return parse(RuntimeConfig, data)  # type: ignore[no-any-return]
 
 
-RETIRED_KEYS = ("temperature",)
-"""Settings older releases had and this one has not (`temperature` applied only to the per-decision policy, which
-is no longer served): dropped from a config read back from the store, so what was published before still loads."""
+RETIRED_KEYS = {"temperature": "it applied only to the per-decision policy, which is no longer served"}
+"""Settings older releases had and this one has not, with why. A config kept from before (the store's serving row, an
+operator's config file) still loads without them, and the log says which were dropped; `PUT /v1/config` naming one
+is refused, naming it (a client sending it now is told at once)."""
 
 
-def config_from_stored(data: Any) -> RuntimeConfig:
-    """A config as the store keeps it (`serving.config`): validated as `config_from_dict` does, less the retired
-    keys (an operator's config file or `PUT /v1/config` naming one is still refused, naming it)."""
+def config_from_stored(data: Any, source: str = "the store") -> RuntimeConfig:
+    """A config kept from before (`source`: the store's serving row, a config file): validated as `config_from_dict`
+    does, less the retired keys (logged); nothing else is dropped, and the kept document is not rewritten."""
     if isinstance(data, dict):
+        retired = sorted(k for k in data if k in RETIRED_KEYS)
+        for key in retired:
+            log.warning("config from %s: dropped the retired setting %s (%s)", source, key, RETIRED_KEYS[key])
         data = {k: v for k, v in data.items() if k not in RETIRED_KEYS}
     return config_from_dict(data)
 
@@ -196,6 +205,6 @@ def read_config(path: Path) -> RuntimeConfig:
     except (json.JSONDecodeError, yaml.YAMLError) as err:
         raise InputError("config_file", f"{path} does not parse: {err}") from None
     try:
-        return config_from_dict(data or {})
+        return config_from_stored(data or {}, str(path))
     except InputError as err:
         raise InputError(err.field, f"{err.fault} (in {path})") from None
