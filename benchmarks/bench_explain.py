@@ -1,16 +1,17 @@
-"""What explaining costs, beside what planning costs: a 1,000-task workflow on 100 nodes.
+"""What explaining a drl plan costs, beside what planning it costs: a 1,000-task workflow on 100 nodes.
 
-Figures, in one process, one torch thread, the shipped policy:
-- plan: the drl scheduler plans the workflow (what /v1/schedule runs, less HTTP and the store);
-- overview: every decision's alternatives and probabilities (a replay of the plan; `GET /v1/plans/{id}/explain`);
-- one decision: the same replay keeping one decision whole, then Integrated Gradients (256 steps) and the GAT
-  attention for it (`?task=`), split into its parts;
-- /v1/schedule latency (a 50-task workflow, through the app in-process) alone, then while explanations of the
-  1,000-task plan run in another thread: explanations are computed on request only, and the question is how
+Figures, in one process, one torch thread, the shipped priority policy (drl-v3), the service's sampling
+(`SERVICE_SAMPLING`, as /v1/schedule plans and `GET /v1/plans/{id}/explain` replays):
+- plan: drl plans the workflow (what /v1/schedule runs, less HTTP and the store), validated;
+- overview: `GET /v1/plans/{id}/explain`: the plan replayed, then every task's probability among the tasks
+  ready when it was placed;
+- one task (`?task=`): the same, plus Integrated Gradients (64 steps) of that task's score, also timed alone;
+- /v1/schedule latency (a 50-task workflow, drl, through the app in-process) alone, then while explanations of
+  the 1,000-task plan run in another thread: explanations are computed on request only, and the question is how
   much one running beside the planner slows it (they share the interpreter).
 Prints medians; asserts nothing about time.
 
-Run: .venv/bin/python benchmarks/bench_explain.py [--tasks 1000] [--nodes large-100] [--repeats 3]
+Run: .venv/bin/python benchmarks/bench_explain.py [--tasks 1000] [--cluster large-100] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -20,21 +21,23 @@ import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 
-from dagsched.explain import policy as ep
 from dagsched.explain.plan import explain_plan
+from dagsched.explain.priority import attribute
 from dagsched.generate import cluster_preset, generate_workflow
 from dagsched.io.native import workflow_to_native
 from dagsched.model import Problem, compile_problem
-from dagsched.policy.files import load_cached_policy
-from dagsched.schedulers.drl import DRLScheduler
+from dagsched.policy.priority_net import load_cached_priority_policy
+from dagsched.schedulers.priority_sampling import SERVICE_SAMPLING, PrioritySampling
 from dagsched.sim.run import simulate
 
 
-def _median(f, repeats: int) -> tuple[float, object]:
+def _median(f: Callable[[], Any], repeats: int) -> tuple[float, Any]:
     times, out = [], None
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -49,37 +52,45 @@ def main() -> None:
     ap.add_argument("--cluster", default="large-100")
     ap.add_argument("--family", default="layered")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--requests", type=int, default=200, help="/v1/schedule calls timed alone and beside")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    policy = load_cached_policy()
+    policy = load_cached_priority_policy()
     wf = generate_workflow(args.family, args.tasks, seed=1)
     cp = compile_problem(Problem(workflows=[wf], cluster=cluster_preset(args.cluster)))
     print(f"{args.family} {cp.n_tasks} tasks, {len(cp.pred_idx)} edges on {args.cluster} ({cp.n_nodes} nodes)")
 
-    sched = DRLScheduler(policy=policy)
-    simulate(cp, sched)  # warm: numba kernels, caches
-    t_plan, result = _median(lambda: simulate(cp, DRLScheduler(policy=policy), validate=True), args.repeats)
+    def make() -> PrioritySampling:
+        return PrioritySampling(policy=policy, **SERVICE_SAMPLING)
+
+    simulate(cp, make())  # warm: numba kernels, caches
+    t_plan, result = _median(lambda: simulate(cp, make(), validate=True), args.repeats)
+    assert result.valid, result.violations[:3]
     done = [a for a in result.trace.attempts if a.outcome == "done"]
-    decisions = len(result.trace.decision_latency_s)
-    print(f"plan (drl, validated):            {t_plan:8.3f} s  ({decisions} decision points)")
+    assignments = [
+        {"task": cp.task_ids[a.task], "node": cp.node_ids[a.node], "start": a.start, "finish": a.end, "evidence": {}}
+        for a in done
+    ]
+    print(f"plan (drl, service sampling, validated): {t_plan:8.3f} s")
 
-    t_replay, rep = _median(lambda: ep.replay(cp, policy), args.repeats)
-    print(
-        f"overview (replay, every pick):    {t_replay:8.3f} s  ({len(rep.picks)} picks; {t_replay / t_plan:.2f} x plan)"
-    )
+    def overview() -> dict[str, Any]:
+        return explain_plan(cp, assignments, "drl", policy=policy, model_version="bench", replayer=make)
 
-    target = min(rep.by_task, key=lambda t: rep.by_task[t].probability)  # a decision with alternatives
-    t_keep, rep1 = _median(lambda: ep.replay(cp, policy, keep={target}), args.repeats)
-    rec = rep1.recorded[target]
-    ids = (list(cp.task_ids), list(cp.node_ids))
-    t_ig, at = _median(lambda: ep.attribute(policy, rec, *ids), args.repeats)
-    t_att, _ = _median(lambda: ep.attention(policy, rec.obs, target, ids[0]), args.repeats)
-    print(f"one decision: replay keeping it:  {t_keep:8.3f} s")
-    print(f"              Integrated Gradients: {t_ig:8.3f} s  ({at['steps']} steps, error {at['delta']:.1e})")
-    print(f"              GAT attention:      {t_att:8.3f} s")
-    per_decision_ms = 1e3 * t_plan / max(decisions, 1)
-    total = t_keep + t_ig + t_att
-    print(f"              total:              {total:8.3f} s  (a decision inside the plan: {per_decision_ms:.2f} ms)")
+    t_over, out = _median(overview, args.repeats)
+    assert out["policy"]["reproduced"], "the replay did not make the plan"
+    print(f"overview (replay + every task's choice): {t_over:8.3f} s  ({t_over / t_plan:.2f} x plan)")
+
+    target = min(out["tasks"], key=lambda t: t["policy"]["probability"])["task"]  # the least certain choice
+    t = cp.task_ids.index(target)
+    attribute(policy, cp, False, t, steps=2)  # warm: Captum's import
+    t_ig, at = _median(lambda: attribute(policy, cp, False, t), args.repeats)
+
+    def one_task() -> dict[str, Any]:
+        return explain_plan(cp, assignments, "drl", policy=policy, task=target, model_version="bench", replayer=make)
+
+    t_one, _ = _median(one_task, args.repeats)
+    print(f"one task ({target}): Integrated Gradients: {t_ig:8.3f} s  ({at['steps']} steps, error {at['delta']:.1e})")
+    print(f"one task explained, total:              {t_one:8.3f} s  ({t_one / t_plan:.2f} x plan)")
 
     # /v1/schedule alone and beside explanations, through the app in process
     from fastapi.testclient import TestClient
@@ -103,32 +114,22 @@ def main() -> None:
                     t0 = time.perf_counter()
                     r = client.post("/v1/schedule", json=body)
                     out.append(time.perf_counter() - t0)
-                    assert r.status_code == 200, r.text
+                    assert r.status_code == 200 and not r.json()["fallback"], r.text
                 return out
 
             schedule_times(5)
-            alone = schedule_times(40)
+            alone = schedule_times(args.requests)
             stop = threading.Event()
             explained = [0]
 
             def explain_loop() -> None:
-                assignments = [
-                    {
-                        "task": cp.task_ids[a.task],
-                        "node": cp.node_ids[a.node],
-                        "start": a.start,
-                        "finish": a.end,
-                        "evidence": {},
-                    }
-                    for a in done
-                ]
                 while not stop.is_set():
-                    explain_plan(cp, assignments, "drl", policy=policy, task=cp.task_ids[target])
+                    one_task()
                     explained[0] += 1
 
             worker = threading.Thread(target=explain_loop)
             worker.start()
-            beside = schedule_times(40)
+            beside = schedule_times(args.requests)
             stop.set()
             worker.join()
     a, b = statistics.median(alone), statistics.median(beside)

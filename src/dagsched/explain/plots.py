@@ -3,6 +3,7 @@ coloured by each task's attribution (or, for a plan without one, by the node eac
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +46,8 @@ def write_attribution_bars(attributions: dict[str, Any], path: Path, title: str)
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.2))
     ax.barh(labels, values, color=[RAISES if v >= 0 else LOWERS for v in values])
     ax.axvline(0, color="black", lw=0.8)
-    ax.set_xlabel(
-        f"attribution to {attributions.get('target', 'the output')} (Integrated Gradients, zero baseline)\n"
-        "red raises it, blue lowers it"
-    )
+    what = f"attribution to {attributions.get('target', 'the output')} (Integrated Gradients, zero baseline)"
+    ax.set_xlabel(textwrap.fill(what, 80) + "\nred raises it, blue lowers it")
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

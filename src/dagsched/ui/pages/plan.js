@@ -172,7 +172,7 @@ export async function render(root, { id }) {
         { class: "muted" },
         "each task's attribution to the score of ",
         h("b", {}, view.selected),
-        ` (${attributions.method.replace(/_/g, " ")} of the ${attributions.target}; largest |value| ${num(scale, 4)})`,
+        ` (${attributions.method.replace(/_/g, " ")} of ${attributions.target}; largest |value| ${num(scale, 4)})`,
       ),
     );
   }
@@ -292,7 +292,7 @@ function explanation(ex) {
     const scale = Math.max(1e-12, ...top.map((r) => Math.abs(r.value)));
     parts.push(
       h("h4", {}, "Attributions"),
-      h("p", { class: "muted small" }, `${at.method} of the ${at.target}; baseline ${at.baseline}`),
+      h("p", { class: "muted small" }, `${at.method.replace(/_/g, " ")} of ${at.target}; baseline ${at.baseline}`),
       h(
         "ul",
         { class: "bars small" },
