@@ -79,7 +79,7 @@ def test_missing_policy_falls_back_to_heft_and_says_so(make_settings, tmp_path) 
 
 
 def test_deadline_miss_falls_back_and_opens_the_breaker(client: TestClient) -> None:
-    """A per-decision deadline no policy can meet -> HEFT; after `failures` misses the breaker opens."""
+    """A deadline the learned planner cannot meet -> HEFT; after `failures` misses the breaker opens."""
     auth = {"Authorization": "Bearer test-token"}
     cfg = {"decision_deadline_ms": 0.000001, "breaker": {"failures": 2, "cooldown_s": 60}}
     assert client.put("/v1/config", json=cfg, headers=auth).status_code == 200
