@@ -1,7 +1,7 @@
 """The held-out streams the shared-cluster experiments run on, and their command-line options.
 
-Imported by the experiments beside it (`python benchmarks/experiments/stream_decode.py` puts this folder first on
-the path). Seeds 101 and up by default: no suite and no training run uses them.
+Imported by the experiments beside it (`python benchmarks/experiments/dispatch_index_held_out.py` puts this
+folder first on the path). Seeds 101 and up by default: no suite and no training run uses them.
 """
 
 from __future__ import annotations

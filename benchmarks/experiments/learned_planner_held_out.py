@@ -19,8 +19,8 @@ randomly initialised network of the same architecture, its head at full initial 
 
 Printed per set and group: each scheduler's mean ratio to HEFT and to the best of HEFT/CPOP/PEFT on the same
 problem with a 95 % bootstrap interval, the worst ratio and the plan time; paired ratios (A/B) with intervals
-and wins/ties/losses. `--curve` runs quality against time per plan beside heft_lookahead, tabu, mcts_uct and
-mcts on a subset (at equal time: drl with the measured time of each searcher as its budget). `--speed`: the
+and wins/ties/losses. `--curve` runs quality against time per plan beside heft_lookahead, tabu and mcts_uct
+on a subset (at equal time: drl with the measured time of each searcher as its budget). `--speed`: the
 forward pass's p50/p99, one decode, a whole plan at 1,000 tasks x 100 nodes, beside HEFT's plan.
 
     .venv/bin/python benchmarks/experiments/learned_planner_held_out.py --sets literature,ours,cloud --seeds 10 --k 64
@@ -299,7 +299,7 @@ def curve(seeds: int, first: int, policy_path: str | None, per_seed: int = 4) ->
     """Quality against time per plan on `per_seed` x `seeds` held-out problems of 20 to 100 tasks (literature and
     ours, classic)."""
     from dagsched.policy.priority_net import load_cached_priority_policy
-    from dagsched.schedulers.mcts import MCTS, MCTSUCT, MCTSConfig
+    from dagsched.schedulers.mcts import MCTSUCT, MCTSConfig
     from dagsched.schedulers.priority_sampling import PrioritySampling
 
     policy = load_cached_priority_policy(policy_path)
@@ -310,7 +310,6 @@ def curve(seeds: int, first: int, policy_path: str | None, per_seed: int = 4) ->
         "heft_lookahead": lambda: make_scheduler("heft_lookahead"),
         "tabu": lambda: make_scheduler("tabu"),
         "mcts_uct": lambda: MCTSUCT(MCTSConfig(sims=16)),
-        "mcts": lambda: MCTS(MCTSConfig(sims=16)),
     }
     t0 = time.time()
     for i, c in enumerate(cases):

@@ -88,7 +88,7 @@ def test_exact_is_achievable_and_below_every_heuristic(index: int) -> None:
 def test_budget_curve_rows_and_table() -> None:
     """One row per (scheduler, budget) with the mean inside its bootstrap interval; the table lists them."""
     cp = small_problems(1, seed=4)[0]
-    rows = budget_curve([("p", cp)], [1.0], [1, 2], CLASSIC, None)
+    rows = budget_curve([("p", cp)], [1.0], [1, 2], CLASSIC)
     assert {r["scheduler"] for r in rows} == {"mcts_uct", "tabu"}
     for r in rows:
         assert r["n"] == 2 and r["lo"] - 1e-12 <= r["mean"] <= r["hi"] + 1e-12 and r["mean"] <= 1.0 + 1e-9

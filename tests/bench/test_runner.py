@@ -138,7 +138,7 @@ def test_seed_free_runs_do_not_depend_on_the_seed(wfinstances: Path) -> None:
     entry = next(t for t in real_traces(wfinstances) if 30 <= t.n_tasks <= 200)
     cp = ProblemSpec("trace", entry.family, "hetero-16", path=str(wfinstances / entry.file)).build()
     seedless = [n for n in registered_names() if not make_scheduler(n).uses_seed]
-    assert {"heft", "fcfs", "min_min", "kube_default", "drl_step"} <= set(seedless)
+    assert {"heft", "fcfs", "min_min", "kube_default"} <= set(seedless)
     assert "random" not in seedless
     for name in seedless:
         a, b = (simulate(cp, make_scheduler(name), CLASSIC.config(), seed) for seed in (1, 7))

@@ -41,7 +41,7 @@ def test_standard_is_the_full_grid_plus_every_trace(wfinstances: Path) -> None:
     non-toy trace on hetero-16 x 2 modes x 10 seeds x S."""
     s = len(registered_names())
     tree = [n for n in registered_names() if is_tree_search(n)]
-    assert sorted(tree) == ["mcts", "mcts_uct"]
+    assert sorted(tree) == ["mcts_uct"]
     traces = _manifest_traces(wfinstances)
     assert len(traces) == 31
     suite = standard_suite(wfinstances)
@@ -74,7 +74,7 @@ def test_tree_search_limit_is_tasks_times_nodes(monkeypatch: pytest.MonkeyPatch)
     big = ProblemSpec("synthetic", "layered", "small-3", n_tasks=20, gen_seed=1)  # 20 x 3 = 60
     own = ProblemSpec("file", "x", "own", n_tasks=500, path="w.yaml")  # its own machines: size unknown
     entries = tuple(Entry(p, (1,)) for p in (small, big, own))
-    names = ["heft", "mcts", "zz_tree"]
+    names = ["heft", "mcts_uct", "zz_tree"]
     runs = {(c.spec.problem_id, c.scheduler) for c in Suite("t", entries, tree_search_limit=60).cells(names)}
     assert runs == {(p.problem_id, n) for p in (small, own) for n in names} | {(big.problem_id, "heft")}
     uncapped = Suite("t", entries).cells(names)

@@ -80,6 +80,7 @@ A, B = {"id": "a", "runtime": 2.0}, {"id": "b", "runtime": 4.0}
             "beyond what can be simulated",
         ),
         (_problem([A], nodes=[{**NODES[0], "boot_delay": 1e300}]), "cluster.nodes[0].boot_delay", "beyond"),
+        (_problem([A], nodes=[{**NODES[0], "price_per_hour": 1e308}]), "cluster.nodes[0].price_per_hour", "1000000"),
         (
             _problem([{"id": "a", "runtime": 6e8}], nodes=[NODES[0], {**NODES[1], "speed": 0.5}]),
             "workflows[0].tasks[0].runtime",

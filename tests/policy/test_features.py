@@ -14,7 +14,6 @@ from dagsched.policy.features import (
     NODE_FEATURES,
     PAIR_FEATURES,
     TASK_FEATURES,
-    TASK_STATIC,
     FeatureBuilder,
 )
 from dagsched.rl.env import SchedulingEnv
@@ -140,30 +139,3 @@ def test_history_keeps_the_last_snapshots(small):
             assert np.allclose(hist[:m, 0], instants[-3][1])
         obs, _, terminated, truncated, _ = env.step(int(np.flatnonzero(obs["action_mask"])[0]))
     assert len(instants) >= 3
-
-
-@pytest.mark.parametrize(
-    "sim", [{}, {"classic": True}, {"noise_cv": 0.3, "straggler_rate_per_h": 6.0, "mtbf_s": 3000.0, "mttr_s": 200.0}]
-)
-def test_decision_inputs_are_the_observation_less_what_inference_skips(sim, small):
-    """decision() gives build()'s numbers bit for bit: the dynamic task columns, nodes, history, candidates,
-    legal mask, globals, wait, and the pair features of exactly the legal pairs (ascending flat order)."""
-    env = SchedulingEnv(small, cluster="hetero-16", n_tasks=(12, 16), sim=sim, history_len=2)
-    checked = 0
-    for seed in range(3):
-        obs, _ = env.reset(seed=seed)
-        twin = FeatureBuilder(env.cp, env.sim.classic, env.config.max_candidates, 2)
-        twin._hist, twin._hist_at = env._builder._hist.copy(), env._builder._hist_at  # same history so far
-        rng = np.random.default_rng(seed)
-        terminated = truncated = False
-        while not (terminated or truncated):
-            ob, d = env.observation, twin.decision(env.sim.decision_point())
-            assert np.array_equal(d.task_dyn, ob.task_x[:, len(TASK_STATIC) :])
-            for name in ("node_x", "node_history", "candidates", "legal", "global_x"):
-                assert np.array_equal(getattr(d, name), getattr(ob, name)), name
-            assert np.array_equal(d.legal_pairs, np.flatnonzero(ob.legal))
-            assert np.array_equal(d.pair_x, ob.pair_x.reshape(-1, len(PAIR_FEATURES))[d.legal_pairs])
-            assert np.array_equal(d.action_mask(), ob.action_mask()) and d.wake_s == ob.wake_s
-            checked += 1
-            obs, _, terminated, truncated, _ = env.step(int(rng.choice(np.flatnonzero(obs["action_mask"]))))
-    assert checked > 30

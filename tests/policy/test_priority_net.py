@@ -1,5 +1,5 @@
-"""Priority policy files: safetensors and a JSON, loaded only when everything matches; the per-decision policy's
-files are refused by this loader and the other way round."""
+"""Priority policy files: safetensors and a JSON, loaded only when everything matches; a file of another format
+(the per-decision policies this package once shipped) is refused, naming the format."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dagsched.policy import shipped_model_path
-from dagsched.policy.files import PolicyFileError, load_policy
+from dagsched.policy.files import PolicyFileError
 from dagsched.policy.priority_net import PriorityPolicy, load_priority_policy, save_priority_policy
 
 
@@ -27,7 +26,7 @@ def test_round_trip_and_refusals(tmp_path: Path) -> None:
     (tmp_path / "q.safetensors").write_bytes(b"")
     with pytest.raises(PolicyFileError, match="widthh"):
         load_priority_policy(tmp_path / "q")
-    with pytest.raises(PolicyFileError, match="format"):
-        load_priority_policy(shipped_model_path("drl-v2"))
-    with pytest.raises(PolicyFileError):
-        load_policy(tmp_path / "p")
+    (tmp_path / "r.json").write_text(json.dumps({**meta, "format": "dagsched-policy", "format_version": 2}))
+    (tmp_path / "r.safetensors").write_bytes(b"")
+    with pytest.raises(PolicyFileError, match="format 'dagsched-policy'"):
+        load_priority_policy(tmp_path / "r")

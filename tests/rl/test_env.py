@@ -151,7 +151,7 @@ def test_masks_allow_exactly_the_legal_actions(case):
 @given(episodes())
 def test_rank_node_mask_offers_the_first_startable_task_only(case):
     """`action_space="rank_node"`: the mask holds exactly the legal nodes of the first candidate that can start
-    (drl's one-workflow decode) and the wait where it is legal; random play in it ends with a valid trace."""
+    and the wait where it is legal; random play in it ends with a valid trace."""
     config, seed = case
     env = SchedulingEnv({**config, "action_space": "rank_node"})
     K, M = env.config.max_candidates, env.config.max_nodes

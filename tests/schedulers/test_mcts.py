@@ -1,36 +1,23 @@
-"""MCTS (UCT and policy-guided PUCT): legal actions only, budget-one reduction, determinism, no leaks."""
+"""MCTS (UCT with HEFT-plan rollouts): legal actions only, budget-one reduction, determinism, no leaks."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
-import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dagsched.generate.small import small_problems
 from dagsched.model import Cluster, CompiledProblem, Node, Problem, Task, Workflow, compile_problem
-from dagsched.policy.files import PolicyFileError, save_policy
-from dagsched.policy.gnn import SchedulingPolicy
 from dagsched.schedulers import simulate
-from dagsched.schedulers.mcts import MCTS, MCTSUCT, MCTSConfig, _Node
-from dagsched.schedulers.search_common import WAIT, legal_pairs, plan_completion, state_key
+from dagsched.schedulers.mcts import MCTSUCT, MCTSConfig, _Node
+from dagsched.schedulers.search_common import plan_completion, state_key
 from dagsched.sim.config import SimConfig
 from dagsched.sim.decision import DecisionPoint
 from dagsched.sim.engine import Simulator
 from dagsched.sim.validate import validate_trace
 
 CLASSIC = SimConfig(classic=True)
-
-
-@pytest.fixture(scope="module")
-def untrained_policy(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    torch.manual_seed(0)
-    stem = tmp_path_factory.mktemp("policy") / "untrained"
-    save_policy(SchedulingPolicy(hidden=16, layers=1), stem)
-    return stem
 
 
 class _Checked(MCTSUCT):
@@ -67,22 +54,6 @@ def test_one_simulation_plays_the_rollout_policys_choice(heft_example: CompiledP
     assert simulate(heft_example, MCTSUCT(MCTSConfig(sims=1)), CLASSIC).metrics.makespan == pytest.approx(80.0)
 
 
-def test_puct_with_one_simulation_plays_the_policy_argmax(
-    heft_example: CompiledProblem, untrained_policy: Path
-) -> None:
-    """PUCT with one simulation and the "visits" rule plays the legal action of highest prior (the policy's
-    masked argmax)."""
-    sim = Simulator(heft_example, CLASSIC)
-    sim.step()
-    sched = MCTS(MCTSConfig(sims=1, choose="visits"), policy_path=untrained_policy)
-    sched.reset(heft_example, sim.decision_point())
-    pairs = legal_pairs(sim)
-    priors = sched._priors(sim.fork(), pairs + [WAIT])
-    best = max(pairs, key=lambda a: priors[a])
-    decision = sched.decide(sim.decision_point())
-    assert decision.assignments[:1] == [best] or (priors[WAIT] > priors[best] and not decision.assignments)
-
-
 def test_search_beats_heft_on_the_paper_example(heft_example: CompiledProblem) -> None:
     """With 256 simulations per decision UCT finds a schedule of 76 < HEFT's 80 on the paper's example."""
     result = simulate(heft_example, MCTSUCT(MCTSConfig(sims=256)), CLASSIC)
@@ -90,18 +61,15 @@ def test_search_beats_heft_on_the_paper_example(heft_example: CompiledProblem) -
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(index=st.integers(0, 39), guided=st.booleans(), sims=st.sampled_from([1, 2, 4, 8]))
-def test_playing_towards_the_best_plan_never_ends_after_heft(
-    index: int, guided: bool, sims: int, untrained_policy: Path
-) -> None:
+@given(index=st.integers(0, 39), sims=st.sampled_from([1, 2, 4, 8]))
+def test_playing_towards_the_best_plan_never_ends_after_heft(index: int, sims: int) -> None:
     """choose="best" in classic mode, with the plan budget unbounded: the rollout policy's action is always tried
     and the action played leads to the best plan found, so the run ends no later than HEFT's plan, whatever the
-    priors (an untrained policy's here) and the number of simulations."""
+    widening order and the number of simulations."""
     cp = small_problems(40, seed=11)[index]
     heft = simulate(cp, "heft", CLASSIC).metrics.makespan
     config = MCTSConfig(sims=sims, choose="best", plan_work=float("inf"))
-    sched = MCTS(config, policy_path=untrained_policy) if guided else MCTSUCT(config)
-    result = simulate(cp, sched, CLASSIC)
+    result = simulate(cp, MCTSUCT(config), CLASSIC)
     assert result.valid, result.violations
     assert result.metrics.makespan <= heft * (1 + 1e-9)
 
@@ -133,20 +101,20 @@ def test_random_widening_keeps_the_rollout_action_first_and_follows_the_seed() -
     assert len({tuple(order("random", seed)) for seed in range(5)} | {tuple(rank)}) > 2
 
 
-def test_same_seed_same_plan(untrained_policy: Path) -> None:
+def test_same_seed_same_plan() -> None:
     """Two runs with the same seed give identical attempts (budgets count work, not wall time)."""
     cp = small_problems(3, seed=5)[2]
     config = SimConfig(noise_cv=0.2)
-    for make in (lambda: MCTSUCT(MCTSConfig(sims=16)), lambda: MCTS(MCTSConfig(sims=16), policy_path=untrained_policy)):
-        a = simulate(cp, make(), config, seed=4).trace.attempts
-        b = simulate(cp, make(), config, seed=4).trace.attempts
+    for widening in ("random", "rank"):
+        a = simulate(cp, MCTSUCT(MCTSConfig(sims=16, widening=widening)), config, seed=4).trace.attempts
+        b = simulate(cp, MCTSUCT(MCTSConfig(sims=16, widening=widening)), config, seed=4).trace.attempts
         assert a == b
 
 
-def test_forks_never_leak_into_the_live_simulation(untrained_policy: Path) -> None:
+def test_forks_never_leak_into_the_live_simulation() -> None:
     """decide() leaves every array and container of the live simulator as it found it."""
     cp = small_problems(3, seed=7)[0]
-    for sched in (MCTSUCT(MCTSConfig(sims=32)), MCTS(MCTSConfig(sims=32), policy_path=untrained_policy)):
+    for sched in (MCTSUCT(MCTSConfig(sims=32)), MCTSUCT(MCTSConfig(sims=32, choose="visits"))):
         sim = Simulator(cp, SimConfig(noise_cv=0.3), seed=1)
         sim.step()
         sched.reset(cp, sim.decision_point())
@@ -165,13 +133,6 @@ def test_traces_validate_in_cloud_mode_with_failures() -> None:
     config = SimConfig(noise_cv=0.3, mtbf_s=40.0, mttr_s=5.0, straggler_rate_per_h=60.0, straggler_duration_s=5.0)
     trace = simulate(cp, MCTSUCT(MCTSConfig(sims=8)), config, seed=2).trace
     assert validate_trace(cp, trace).violations == []
-
-
-def test_a_missing_policy_names_its_path(heft_example: CompiledProblem, tmp_path: Path) -> None:
-    """mcts without its model raises at reset with the missing path in the message."""
-    sim = Simulator(heft_example, CLASSIC)
-    with pytest.raises(PolicyFileError, match="nowhere.safetensors"):
-        MCTS(policy_path=tmp_path / "nowhere").reset(heft_example, sim)
 
 
 # w1 arrives at 18.0; with seed 1 the hidden failure stream takes n1 down at 12.3 and repairs it at 17.0,
@@ -195,14 +156,12 @@ def _rebooting_problem() -> CompiledProblem:
     return compile_problem(Problem(workflows=[w0, w1], cluster=Cluster(nodes=nodes)))
 
 
-@pytest.mark.parametrize("guided", [False, True], ids=["mcts_uct", "mcts"])
-def test_a_kept_subtree_is_not_replayed_while_a_repaired_node_reboots(guided: bool, untrained_policy: Path) -> None:
+def test_a_kept_subtree_is_not_replayed_while_a_repaired_node_reboots() -> None:
     """Regression (hypothesis: 'task w1/t6 does not fit node n3'). The subtree kept at t=0 was rolled forward on
     a fork, which never fails, so at w1's arrival its n1 had booted long ago while the live n1, just repaired, was
     still booting. The state key ignored boot times, the subtree was reused and (b, n1) played on the live run."""
     cp = _rebooting_problem()
-    sched = MCTS(MCTSConfig(sims=8), policy_path=untrained_policy) if guided else MCTSUCT(MCTSConfig(sims=8))
-    result = simulate(cp, sched, _REBOOT_CONFIG, seed=_REBOOT_SEED)
+    result = simulate(cp, MCTSUCT(MCTSConfig(sims=8)), _REBOOT_CONFIG, seed=_REBOOT_SEED)
     repaired = [o for o in result.trace.outages if o.node == 1 and _W1_AT - _BOOT_S < o.end < _W1_AT]
     assert repaired, f"the scenario no longer arises: {result.trace.outages}"  # the failure draws changed
     assert result.valid, result.violations

@@ -97,10 +97,9 @@ def test_rank_u_greedy_is_heft_and_samples_follow_the_budget() -> None:
 
 
 def test_registered_as_drl_with_the_shipped_model() -> None:
-    """`drl` is this planner with the shipped priority policy; the per-decision policy is `drl_step`."""
+    """`drl` is this planner with the shipped priority policy."""
     sched = make_scheduler("drl")
-    assert isinstance(sched, PrioritySampling)
-    assert make_scheduler("drl_step").name == "drl_step"
+    assert isinstance(sched, PrioritySampling) and sched.name == "drl"
     cp = small_problems(1, seed=1)[0]
     assert simulate(cp, sched, MODES["classic"], 1).valid
 

@@ -77,7 +77,7 @@ def test_every_module_of_the_package_is_imported() -> None:
     for path in package.glob("*.py"):
         if path.stem != "__init__":
             assert f"dagsched.schedulers.{path.stem}" in sys.modules, path.name
-    assert {"heft", "fcfs", "srpt_hold", "mcts"} <= set(registered_names())
+    assert {"heft", "fcfs", "srpt_hold", "mcts_uct", "drl", "drl_stream"} <= set(registered_names())
 
 
 def test_two_schedulers_cannot_share_a_name() -> None:

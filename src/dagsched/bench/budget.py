@@ -1,6 +1,6 @@
 """Quality versus search budget, and the gap to the exact optimum on small problems.
 
-`budget_curve` runs mcts_uct, mcts (PUCT with a policy) and tabu at per-decision budgets from
+`budget_curve` runs mcts_uct and tabu at per-decision budgets from
 about 1 ms to 1 s on a mix of synthetic workflows and small real traces, over seeds, and
 reports the mean makespan relative to HEFT's with 95 % bootstrap intervals (a PNG and a
 Markdown table). Tabu plans once, so its budget is the per-decision budget times the task count.
@@ -48,17 +48,14 @@ def exact_gaps(
 # ---- the quality-versus-budget curve ------------------------------------------------------------
 
 
-def _schedulers_at(ms: float, n_tasks: int, policy_path: str | None) -> dict[str, Any]:
-    from dagsched.schedulers.mcts import MCTS, MCTSUCT, MCTSConfig
+def _schedulers_at(ms: float, n_tasks: int) -> dict[str, Any]:
+    from dagsched.schedulers.mcts import MCTSUCT, MCTSConfig
     from dagsched.schedulers.tabu import Tabu
 
     cfg = MCTSConfig(sims=100_000, plan_work=math.inf, decision_ms=ms)
     tabu = Tabu()
     tabu.work, tabu.time_s = math.inf, ms * n_tasks / 1e3
-    out: dict[str, Any] = {"mcts_uct": MCTSUCT(cfg), "tabu": tabu}
-    if policy_path is not None:
-        out["mcts"] = MCTS(cfg, policy_path=policy_path)
-    return out
+    return {"mcts_uct": MCTSUCT(cfg), "tabu": tabu}
 
 
 def budget_curve(
@@ -66,7 +63,6 @@ def budget_curve(
     budgets_ms: Sequence[float],
     seeds: Sequence[int],
     config: SimConfig,
-    policy_path: str | None,
 ) -> list[dict[str, Any]]:
     """Rows (scheduler, budget_ms, mean of makespan / HEFT's, CI low, CI high, n, mean decision ms)."""
     from dagsched.bench.stats import bootstrap_ci
@@ -78,7 +74,7 @@ def budget_curve(
         for seed in seeds:
             heft = simulate(cp, "heft", config, seed=seed, validate=False).metrics.makespan
             for ms in budgets_ms:
-                for name, sched in _schedulers_at(ms, cp.n_tasks, policy_path).items():
+                for name, sched in _schedulers_at(ms, cp.n_tasks).items():
                     r = simulate(cp, sched, config, seed=seed, validate=False)
                     ratios.setdefault((name, ms), []).append(r.metrics.makespan / heft)
                     latency.setdefault((name, ms), []).append(r.metrics.decision_latency_mean_ms)
@@ -166,40 +162,29 @@ def register(app: Any) -> None:
         traces: int = typer.Option(2, help="how many of the smallest real traces"),
         mode: str = typer.Option("classic", help="classic or cloud"),
         cluster: str = typer.Option("hetero-16", help="cluster preset or cluster file"),
-        policy: str | None = typer.Option(None, help="policy stem for mcts (default: the shipped model, if any)"),
         exact: int = typer.Option(10, help="small problems for the exact-optimum gap (0: skip)"),
     ) -> None:
-        """Quality versus budget of mcts_uct, mcts and tabu relative to HEFT, and the gap to the exact optimum."""
-        from dagsched.policy import shipped_model_path
-
-        if policy is None and shipped_model_path().with_suffix(".safetensors").exists():
-            policy = str(shipped_model_path())
+        """Quality versus budget of mcts_uct and tabu relative to HEFT, and the gap to the exact optimum."""
         config = MODES[mode]
         out.mkdir(parents=True, exist_ok=True)
         budgets = [float(b) for b in budgets_ms.split(",")]
         seed_list = list(range(1, seeds + 1))
         problems = default_problems(n_tasks, traces, seed_list, cluster)
         # classic mode is exact: the seeds vary the synthetic instances, one run per problem suffices
-        rows = budget_curve(problems, budgets, [1] if mode == "classic" else seed_list, config, policy)
+        rows = budget_curve(problems, budgets, [1] if mode == "classic" else seed_list, config)
         text = "## Quality versus budget\n\n" + markdown_table(rows)
         plot_curve(rows, out / "budget_curve.png")
         if exact:
-            text += "\n" + exact_gap_table(exact, policy)
+            text += "\n" + exact_gap_table(exact)
         (out / "budget_curve.md").write_text(text)
         typer.echo(text)
 
 
-def exact_gap_table(count: int, policy: str | None) -> str:
+def exact_gap_table(count: int) -> str:
     from dagsched.bench.stats import bootstrap_ci
-    from dagsched.schedulers.mcts import MCTS, MCTSUCT
+    from dagsched.schedulers.mcts import MCTSUCT
 
-    makers: list[str | Callable[[], Any]] = ["heft", "tabu", MCTSUCT]
-    if policy is not None:
-        makers.append(lambda: MCTS(policy_path=policy))
-        from dagsched.schedulers import registered_names
-
-        if "drl" in registered_names():
-            makers.append("drl")
+    makers: list[str | Callable[[], Any]] = ["heft", "tabu", MCTSUCT, "drl"]
     gaps = exact_gaps(small_problems(count), makers)
     lines = [
         "## Gap to the exact optimum (classic, <= 8 tasks, <= 3 nodes)\n",

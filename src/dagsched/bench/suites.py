@@ -439,7 +439,7 @@ SHARED_LOADS = (0.3, 0.6, 0.85, 0.95)
 SHARED_ARRIVALS = ("poisson", "bursty")
 SHARED_WORKFLOWS = {"homog-8": 100, "hetero-16": 150, "large-100": 250}
 """Workflows per stream on each cluster (see `shared_suite` for why these lengths)."""
-SHARED_SKIP = ("mcts", "mcts_uct", "tabu")
+SHARED_SKIP = ("mcts_uct", "tabu")
 """Registered schedulers the shared suite leaves out (see `shared_suite`); shared-quick runs them."""
 
 
@@ -473,9 +473,9 @@ def shared_suite() -> Suite:
     two cores (a steady state on large-100 would need about 100,000 tasks per stream; its figures are
     those of a cluster still filling at the high loads, and the report's utilisation says by how much).
 
-    Every registered scheduler runs except three whose cost per decision grows with everything queued
+    Every registered scheduler runs except two whose cost per decision grows with everything queued
     on the cluster, which a stream makes large (`SHARED_SKIP`; shared-quick runs them on short
-    streams): `mcts` and `mcts_uct` re-plan every
+    streams): `mcts_uct` re-plans every
     unstarted task of every workflow at each decision once their rollout budget is spent (one
     30-workflow stream took more than 25 minutes), and `tabu`, whose re-plan budget of 25,000 task
     placements is smaller than a few evaluations of a loaded stream's queue, plans what HEFT plans

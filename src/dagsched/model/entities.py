@@ -33,6 +33,11 @@ def _simulable(value: float) -> float:
 Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False), AfterValidator(_simulable)]
 """A time in seconds the simulator can hold: finite, >= 0, at most `MAX_SECONDS`."""
 
+MAX_PRICE_PER_HOUR = 1e6
+"""The highest price per node-hour a cluster may declare: a run's cost (price x hours, summed over every task and
+every hour a node is up) then stays a finite float, where a price of 1e308 overflows to infinity at once; the
+largest cloud instances cost tens of dollars an hour."""
+
 
 def no_nul(value: str) -> str:
     """Refuse a NUL character in an id: PostgreSQL text cannot hold one (the decision store), and no real id has one."""
@@ -154,7 +159,9 @@ class Node(_Strict):
     mem: NonNegative = Field(description="GiB")
     gpu: NonNegativeInt = 0
     speed: Positive = Field(1.0, description="relative speed; runtime 1 s at speed 1 takes 1/speed s")
-    price_per_hour: NonNegative = 0.0
+    price_per_hour: NonNegative = Field(
+        0.0, le=MAX_PRICE_PER_HOUR, description="price per hour the node is up, in any currency"
+    )
     bandwidth: Positive = Field(1.25e9, description="network bandwidth, bytes per second")
     boot_delay: Seconds = Field(0.0, description="seconds before its first task can start")
     labels: dict[str, str] = Field(default_factory=dict)

@@ -2,8 +2,8 @@
 
 - `priority_features`, `priority_net`: the priority policy of `drl` (one score per task in one pass);
 - `stream_index`: the dispatch index of `drl_stream` (one score per ready task of a shared cluster);
-- `features`, `kernels`: a `DecisionPoint` as an observation (`FeatureBuilder`, its numba kernel), what the
-  Gymnasium environment `dagsched.rl.env` gives a per-decision policy;
+- `features`: a `DecisionPoint` as an observation (`FeatureBuilder`), what the Gymnasium environment
+  `dagsched.rl.env` gives a policy that decides one step at a time;
 - `files`: what every policy file shares (safetensors beside a JSON with architecture and sha256).
 
 `dagsched.rl` trains them. Importing this package loads neither torch nor numba (it names the shipped

@@ -3,10 +3,7 @@
 A `FeatureBuilder` is made once per run from the compiled problem (static per-task
 features, ranks and the time scale are computed there) and then turns each
 `DecisionPoint` into an `Observation`. The observation has the
-problem's exact sizes; the environment pads it to fixed shapes, while the policy's
-fast path uses it as it is. `FeatureBuilder.decision` gives the same numbers less what
-the DRL scheduler's inference path never reads (static task columns, pair features of
-illegal pairs): `DecisionInputs`.
+problem's exact sizes; the environment (`dagsched.rl.env`) pads it to fixed shapes.
 
 Normalisation, so that one policy sees comparable numbers from 10 to 2,000 tasks and
 from 2 to 128 nodes:
@@ -48,7 +45,6 @@ from dagsched.model.ranks import (
     optimistic_cost_table,
     upward_rank,
 )
-from dagsched.policy import kernels
 from dagsched.sim.decision import DONE, DecisionPoint
 
 FEATURE_VERSION = 2
@@ -189,37 +185,6 @@ class Observation:
         return np.concatenate([self.legal.reshape(-1), [self.wait_legal]])
 
 
-@dataclass(frozen=True)
-class DecisionInputs:
-    """What the policy's inference path reads at one decision (`FeatureBuilder.decision`).
-
-    The same numbers as the `Observation` of that instant, less what inference never reads:
-    the static task columns (the policy folds them in once per plan), and the pair features of
-    illegal pairs (their logits are masked anyway). `legal_pairs` are the flat indices
-    `k_i * m + node` of the legal pairs, ascending; `pair_x[j]` belongs to `legal_pairs[j]`.
-    """
-
-    task_dyn: npt.NDArray[np.float32]  # (n, len(TASK_DYNAMIC)): the columns of task_x after TASK_STATIC
-    node_x: npt.NDArray[np.float32]  # (m, len(NODE_FEATURES))
-    node_history: npt.NDArray[np.float32]  # (m, H)
-    candidates: IntArray  # (k,)
-    legal: BoolArray  # (k, m)
-    legal_pairs: IntArray  # (L,) flat indices of the legal pairs, ascending
-    pair_x: npt.NDArray[np.float32]  # (L, len(PAIR_FEATURES)): pair features of the legal pairs
-    global_x: npt.NDArray[np.float32]  # (len(GLOBAL_FEATURES),)
-    wait_legal: bool
-    wake_s: float
-    visible: BoolArray | None = None  # as Observation.visible
-
-    @property
-    def n_nodes(self) -> int:
-        return int(self.node_x.shape[0])
-
-    def action_mask(self) -> BoolArray:
-        """Legal actions in the unpadded layout: k * m pairs, then wait (as `Observation.action_mask`)."""
-        return np.concatenate([self.legal.reshape(-1), [self.wait_legal]])
-
-
 _STATE_ONE_HOT = np.eye(4, dtype=np.float32)  # waiting, ready, running, done
 
 
@@ -257,8 +222,6 @@ class FeatureBuilder:
     """Builds observations of one run of `cp`; make a new one per run (it keeps a short history).
 
     `classic` must match the simulator's mode (requests are one slot per task there).
-    `compiled` (default: when numba is there) runs `decision` as the kernel of
-    `dagsched.policy.kernels`, which gives the same numbers to the bit; `build` is numpy either way.
     """
 
     def __init__(
@@ -267,7 +230,6 @@ class FeatureBuilder:
         classic: bool,
         max_candidates: int = 16,
         history_len: int = 0,
-        compiled: bool | None = None,
         window: str = "auto",
     ) -> None:
         if max_candidates < 1:
@@ -356,12 +318,6 @@ class FeatureBuilder:
         self._hist_at = -np.inf
         self._opened = np.zeros(m, dtype=bool)
         self._attempts_seen = 0
-        self.compiled = kernels.AVAILABLE if compiled is None else compiled and kernels.AVAILABLE
-        # the decision kernel's constants: t0, (n_done), log1p(n) / 8, log1p(m) / 5, cpu capacity (numpy's sum)
-        self._global_const = np.array(
-            [self.t0_s, 0.0, np.log1p(float(n)) / 8.0, np.log1p(float(m)) / 5.0, self.cap[:, 0].sum()]
-        )
-        self._price = np.ascontiguousarray(cp.price_per_hour, dtype=np.float64)
 
     # ---- the full observation -------------------------------------------------------------
 
@@ -412,114 +368,6 @@ class FeatureBuilder:
             visible=self.visible(dp),
         )
 
-    def decision(self, dp: DecisionPoint) -> DecisionInputs:
-        """What the policy's inference path reads now: `build`'s numbers less the static task columns and
-        the pair features of illegal pairs (see `DecisionInputs`). Same side effects on the history as `build`."""
-        if self.compiled:
-            return self._decision_compiled(dp)
-        m = self.cp.n_nodes
-        cands, legal, arrival = self._candidates(dp)
-        run, run_node, run_end = self._running(dp)
-        task_dyn = self._task_dynamic(dp, cands, run, run_end)
-        node_x, util, up_now, used_cpu = self._nodes(dp, run_node, run_end)
-        hist = self._history(dp.now, util)
-
-        flat = np.flatnonzero(legal)
-        rows, cols = np.divmod(flat, m)
-        pair_x = np.zeros((0, len(PAIR_FEATURES)), dtype=np.float32)
-        est_finish = np.zeros((len(cands), m))
-        if len(cands):
-            with np.errstate(invalid="ignore"):  # as in build
-                times = self._pair_times(dp, cands, arrival)
-                est_finish = times.finish
-                if len(flat):
-                    t = cands[rows]
-                    share = self._transfer_share(dp, cands)[rows, cols]
-                    pair_x = self._pair_columns(
-                        dp,
-                        times.at(rows, cols),
-                        np.ones(len(flat)),
-                        arrival[rows, cols],
-                        share,
-                        times.best[rows],
-                        times.avail[cols],
-                        times.cost_max[rows],
-                        dp.avoid_node[t] == cols,
-                        times.obest[rows],
-                    )
-        return DecisionInputs(
-            task_dyn=task_dyn,
-            node_x=node_x,
-            node_history=hist,
-            candidates=cands,
-            legal=legal,
-            legal_pairs=flat,
-            pair_x=pair_x,
-            global_x=self._global(dp, run, up_now, used_cpu),
-            wait_legal=dp.wait_legal(legal, est_finish),
-            wake_s=dp.wake_s,
-            visible=self.visible(dp),
-        )
-
-    def _decision_compiled(self, dp: DecisionPoint) -> DecisionInputs:
-        """`decision` as one call of `kernels.decision_kernel` (same numbers to the bit)."""
-        cp = self.cp
-        run = np.array(dp.running, dtype=np.int64)
-        self._note_attempts(dp)
-        self._global_const[1] = float(dp.n_done)
-        task_dyn, node_x, util, cands, legal, flat, pair_x, global_x, wait_legal = kernels.decision_kernel(
-            dp.now,
-            self.scale_s,
-            dp.ready,
-            dp.arrival_s,
-            dp.legal,
-            self.max_candidates,
-            self.window_priority(dp),
-            self.topo_pos,
-            dp.status,
-            run,
-            dp.node_of,
-            dp.start_s,
-            cp.exec_s,
-            dp.slow_factor,
-            self.req,
-            self.req[run],
-            self.classic,
-            self.cap,
-            self.cap_norm,
-            self.node_static,
-            self._opened,
-            self.submit_s,
-            self.deadline_s,
-            self.ever_fits,
-            dp.node_up,
-            dp.node_available_s,
-            dp.free,
-            self._price,
-            cp.pred_ptr,
-            cp.pred_idx,
-            cp.pred_data,
-            dp.avoid_node,
-            self.rank_fast,
-            self.work_share_s,
-            self._global_const,
-            dp.can_wait,
-            self.oct,
-        )
-        return DecisionInputs(
-            task_dyn=task_dyn,
-            node_x=node_x,
-            node_history=self._history(dp.now, util),
-            candidates=cands,
-            legal=legal,
-            legal_pairs=flat,
-            pair_x=pair_x,
-            global_x=global_x,
-            wait_legal=bool(wait_legal),
-            wake_s=dp.wake_s,
-            visible=self.visible(dp),
-        )
-
     # ---- parts of a decision state ------------------------------------------------------
 
     def visible(self, dp: DecisionPoint) -> BoolArray | None:
@@ -527,7 +375,7 @@ class FeatureBuilder:
         workflow: then that is every task whenever a decision is asked). The policy's summary averages the task
         embeddings over these, so a stream's future and finished workflows neither dilute what it sees nor
         cost it anything: workflows share no edges, so the message passing of the visible tasks is the same on
-        the whole DAG or on their part of it, and the inference path embeds only that part."""
+        the whole DAG or on their part of it."""
         cp = self.cp
         if cp.n_workflows == 1:
             return None

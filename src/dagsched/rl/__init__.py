@@ -1,8 +1,13 @@
-"""The learned scheduler: Gymnasium environment, observation features, reward and the GNN policy.
+"""Training the learned schedulers, and the Gymnasium environment.
 
-Importing this package registers the environment as ``dagsched/Scheduling-v0`` (by string entry
-point, so nothing heavy is imported); the names below load on first use, so importing the
-environment does not import torch and the policy does not import gymnasium.
+- `priority_train` (`dagsched train-priority`): the priority policy of `drl`, by POMO or SLIM over a curriculum;
+- `stream_train`: the dispatch index of `drl_stream`, by imitation of `srpt_hold` then evolution strategies;
+- `finetune`: the priority policy fine-tuned on the service's logged problems;
+- `env`: one scheduling decision per step over the one simulator, registered as ``dagsched/Scheduling-v0``
+  for anyone training a policy that decides step by step (no shipped scheduler is trained through it).
+
+Importing this package registers the environment (by string entry point, so nothing heavy is imported);
+the names below load on first use.
 """
 
 from __future__ import annotations
@@ -28,11 +33,6 @@ _LAZY = {
     "RewardWeights": "reward",
     "compute_baseline": "reward",
     "objective_terms": "reward",
-    "PolicyConfig": "policy",
-    "PolicyFileError": "policy",
-    "SchedulingPolicy": "policy",
-    "load_policy": "policy",
-    "save_policy": "policy",
 }
 
 

@@ -71,12 +71,12 @@ class EnvConfig(BaseModel):
     defer_windows: bool = Field(
         True,
         description="a wait defers only the offered tasks: the ready tasks behind them are offered next, at the "
-        "same instant, until every ready task was offered (as the drl scheduler plays)",
+        "same instant, until every ready task was offered",
     )
     action_space: Literal["pair", "rank_node"] = Field(
         "pair",
         description="pair: any legal (candidate, node) pair or wait; rank_node: only the first candidate that can "
-        "start (the window's order) on a node of its choice, or wait: the drl scheduler's one-workflow decode",
+        "start (the window's order) on a node of its choice, or wait",
     )
     history_len: int = Field(0, ge=0, description="utilisation snapshots per node in the observation; 0: none")
     reward: RewardWeights = Field(default_factory=RewardWeights, description="weights of the reward terms")
@@ -167,7 +167,7 @@ class SchedulingEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     idle nodes). The mask is `observation["action_mask"]` and `info["action_mask"]`; an illegal action raises
     `IllegalActionError` (it is never remapped). `action_space.sample()` draws a legal action. With
     `action_space="rank_node"` the mask keeps only the first candidate that can start (candidates come in the
-    window's order) and the wait: the policy chooses that task's node, or to wait (`drl.ACTIONS`).
+    window's order) and the wait: the policy chooses that task's node, or to wait.
 
     The candidates are at most K ready tasks: those that can start somewhere now first, then by
     decreasing upward rank, then topological position (candidate pruning).
@@ -454,7 +454,7 @@ class SchedulingEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         mask = np.zeros(K * M + 1, dtype=np.int8)
         if not self._over:
             legal = obs.legal
-            if c.action_space == "rank_node":  # the first startable candidate only (drl.restrict_action's row)
+            if c.action_space == "rank_node":  # the first startable candidate only
                 rows = np.flatnonzero(legal.any(axis=1))
                 legal = np.zeros_like(legal)
                 if len(rows):

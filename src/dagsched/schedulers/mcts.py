@@ -1,4 +1,4 @@
-"""MCTS: Monte Carlo Tree Search over (task, node) decisions on simulator forks (UCT, and PUCT guided by the policy).
+"""MCTS: Monte Carlo Tree Search over (task, node) decisions on simulator forks (UCT with HEFT-plan rollouts).
 
 What it does: at each decision point it grows a search tree whose edges are the legal actions
 (start a ready task on a node now, or wait where waiting can help, the environment's rule) and
@@ -10,9 +10,7 @@ HEFT's plan at the first decision. `mcts_uct` selects children by UCB1 (Kocsis a
 ECML 2006) and widens from the rollout policy's action (HEFT's first start now, or wait) to the
 others in an order drawn at random per state (`widening`; "rank", HEFT's starts now, then wait,
 then the rest by upward rank, tries near copies of HEFT's choice first and finds better plans far
-less often: docs/search.md); `mcts` selects by PUCT (AlphaZero, Silver et al. 2018) with the GNN
-policy's probabilities as priors and widens in prior order, as Spear (Hu et al., ICDCS 2019)
-guides MCTS with a DRL policy. Progressive widening (Coulom 2007) keeps
+less often: docs/search.md). Progressive widening (Coulom 2007) keeps
 ceil(pw_c * (N + 1) ** pw_alpha) children of a node visited N times, so thousands of legal
 pairs stay tractable. The subtree of the chosen action is kept for the next decision when the
 live state matches it (always in classic mode).
@@ -22,8 +20,8 @@ MCTS's rule, Schadd et al. 2008), or the most visited ("visits", AlphaZero's rul
 node keeps the best value backed up through it, the rollout policy's own action is always tried at the
 root, and with one simulation the search follows the best plan it knows, else the rollout policy. A
 plan is a completed schedule, so in classic mode, while the plan budget lasts, the run ends no later
-than the rollout plan from the first decision (HEFT's), whatever the priors; the rollout algorithm's
-guarantee (Bertsekas et al. 1997).
+than the rollout plan from the first decision (HEFT's); the rollout algorithm's guarantee (Bertsekas
+et al. 1997).
 
 Budgets: `sims` simulations per decision, and a plan budget `plan_work` in units of one task
 placed on one node by a rollout (about 3 us each), shared out over the remaining decisions;
@@ -31,13 +29,12 @@ when the plan budget is spent the rest is dispatched by HEFT re-planned from the
 Wall-clock budgets (`decision_ms`, `plan_ms`) are optional: they make runs depend on machine
 speed, so the defaults count work only and the same seed gives the same plan.
 With "visits" and one simulation the search plays the first action of its widening order: the
-rollout policy's choice (UCT) or the policy's argmax (PUCT).
+rollout policy's choice.
 Complexity per simulation: one fork (O(v + m)) and one plan completion, O(v m k) with k the
 planned uses per node. Tie-breaks: "best": best value, then visits, then widening order; "visits": most
 visits, then mean value, then widening order.
 Departures: rollouts are HEFT plans computed on timelines rather than stepped events (about ten
-times cheaper, the same schedule in classic mode); the value head is not used as a leaf
-estimate (its scale is the training reward's, not the makespan's).
+times cheaper, the same schedule in classic mode).
 """
 
 from __future__ import annotations
@@ -46,7 +43,6 @@ import math
 import time
 import zlib
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -93,8 +89,6 @@ class MCTSConfig:
     """optional wall-clock cap per plan; past it HEFT dispatches the rest (non-deterministic)"""
     c_uct: float = 0.7
     """UCB1 exploration constant on min-max normalised values"""
-    c_puct: float = 1.5
-    """PUCT exploration constant"""
     pw_c: float = 1.5
     """progressive widening: children allowed = ceil(pw_c * (N + 1) ** pw_alpha)"""
     pw_alpha: float = 0.5
@@ -123,7 +117,6 @@ class _Node:
         "children",
         "actions",
         "rollout",
-        "priors",
         "first",
         "n",
         "w",
@@ -138,7 +131,6 @@ class _Node:
         self.children: dict[Pair, _Node] = {}
         self.actions: list[Pair] | None = None
         self.rollout: Pair | None = None  # the rollout policy's action here: HEFT's first start now, or wait
-        self.priors: dict[Pair, float] = {}
         self.first: list[Pair] | None = None  # the rollout plan's starts now, when computed
         self.n = 0
         self.w = 0.0
@@ -147,10 +139,11 @@ class _Node:
         self.terminal = False
 
 
-class _MCTS(Scheduler):
-    """The search; subclasses choose the selection rule and the widening order."""
+@register
+class MCTSUCT(Scheduler):
+    """UCT with HEFT-plan rollouts (see the module docstring)."""
 
-    guided: ClassVar[bool] = False
+    name = "mcts_uct"
     tree_search: ClassVar[bool] = True
 
     def __init__(self, config: MCTSConfig | None = None, **overrides: Any) -> None:
@@ -238,7 +231,7 @@ class _MCTS(Scheduler):
                     if root.value is None or child.best >= root.value:
                         return a
                 return root.rollout if root.rollout is not None else acts[0]
-            return acts[0]  # the widening order's first: the rollout (or prior) policy's choice
+            return acts[0]  # the widening order's first: the rollout policy's choice
         deadline = math.inf if cfg.decision_ms is None else time.perf_counter() + cfg.decision_ms / 1e3
         lo, hi = math.inf, -math.inf
         if cfg.choose == "best":  # the rollout policy's action: the plan to beat
@@ -290,14 +283,11 @@ class _MCTS(Scheduler):
             if child is None:
                 continue
             q = (child.w / max(child.n, 1) - lo) / span if hi > lo else 0.5
-            score = q + self._explore(node, a, child)
+            score = q + self.config.c_uct * math.sqrt(math.log(max(node.n, 1)) / max(child.n, 1))
             if score > best_score:
                 best, best_score = child, score
         assert best is not None
         return best
-
-    def _explore(self, node: _Node, a: Pair, child: _Node) -> float:
-        return self.config.c_uct * math.sqrt(math.log(max(node.n, 1)) / max(child.n, 1))
 
     # ---- states, values, actions -------------------------------------------------------------
 
@@ -355,79 +345,3 @@ class _MCTS(Scheduler):
             node.actions = order
             node.rollout = order[0] if order else None
         return node.actions
-
-
-@register
-class MCTSUCT(_MCTS):
-    """Plain UCT with HEFT-plan rollouts (see the module docstring)."""
-
-    name = "mcts_uct"
-
-
-@register
-class MCTS(_MCTS):
-    """PUCT with the shipped GNN policy's probabilities as priors (see the module docstring).
-
-    `policy_path` is a policy stem (or its .safetensors/.json); default the shipped model
-    (`dagsched.policy.DEFAULT_MODEL`). A missing file raises at `reset`, naming the path.
-    """
-
-    name = "mcts"
-    guided = True
-
-    def __init__(self, config: MCTSConfig | None = None, policy_path: str | Path | None = None, **overrides: Any):
-        super().__init__(config, **overrides)
-        self.policy_path = policy_path
-
-    def reset(self, cp: CompiledProblem, view: DecisionPoint, seed: int = 0) -> None:
-        super().reset(cp, view, seed)
-        from dagsched.policy.features import FeatureBuilder
-        from dagsched.policy.files import load_cached_policy
-
-        self.policy = load_cached_policy(self.policy_path)
-        history = int(self.policy.config.history_len)
-        self.builder = FeatureBuilder(cp, view.classic, history_len=history)
-
-    def _actions(self, node: _Node) -> list[Pair]:
-        if node.actions is None:
-            pairs = legal_pairs(node.state)
-            order = self._heuristic_order(node, pairs)
-            node.rollout = order[0] if order else None
-            node.priors = self._priors(node.state, order)
-            pos = {a: i for i, a in enumerate(order)}
-            node.actions = sorted(order, key=lambda a: (-node.priors[a], pos[a]))
-        return node.actions
-
-    def _priors(self, state: Simulator, actions: list[Pair]) -> dict[Pair, float]:
-        import torch
-
-        builder = self._fresh_builder()
-        obs = builder.build(state.decision_point())
-        with torch.inference_mode():
-            logits, _ = self.policy.forward_single(obs)
-            probs = torch.softmax(logits, dim=0).numpy().astype(np.float64)
-        m, k = obs.n_nodes, len(obs.candidates)
-        slot = {int(t): i for i, t in enumerate(obs.candidates)}
-        out: dict[Pair, float] = {}
-        for a in actions:
-            if a == WAIT:
-                out[a] = float(probs[k * m]) if obs.wait_legal else 0.0
-            else:
-                i = slot.get(a[0])
-                out[a] = float(probs[i * m + a[1]]) if i is not None else 0.0
-        total = sum(out.values())
-        return {a: p / total for a, p in out.items()} if total > 0 else dict.fromkeys(actions, 1.0 / len(actions))
-
-    def _fresh_builder(self) -> Any:
-        """The per-run builder with its caches emptied: branches of the tree differ in parents' places."""
-        import copy
-
-        b = copy.copy(self.builder)
-        b._opened = np.zeros(self.cp.n_nodes, dtype=bool)
-        b._attempts_seen = 0
-        b._hist = np.zeros_like(self.builder._hist)
-        b._hist_at = -math.inf
-        return b
-
-    def _explore(self, node: _Node, a: Pair, child: _Node) -> float:
-        return self.config.c_puct * node.priors.get(a, 0.0) * math.sqrt(max(node.n, 1)) / (1 + child.n)

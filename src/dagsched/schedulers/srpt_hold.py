@@ -50,7 +50,7 @@ def node_worth_waiting_for(
     now, the one that finishes it first from its earliest start `start_s`, when that start is still ahead (a node
     that should already have room, e.g. behind a task past its predicted end, is not worth it) and the finish beats
     every startable node's by more than `margin` of the run time there. The hold of `srpt_hold` and of
-    `DRLScheduler(reserve=...)`."""
+    `drl_stream`."""
     run_s = float(exec_s[startable].min())
     later = np.where(startable, np.inf, start_s)
     nd = int(np.argmin(later + exec_s))
