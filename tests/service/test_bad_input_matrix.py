@@ -86,6 +86,8 @@ CASES: dict[str, Case] = {
     "runtime past what can be simulated": ("POST", "/v1/schedule", lambda _: _req(_tasks({"id": "a", "runtime":
                                            1e308})), JSON, 422, "workflow.tasks[0].runtime: 1e+308 s is beyond what "
                                            "can be simulated (at most 1e+09 s"),
+    "price past what a cost can hold": ("POST", "/v1/schedule", lambda _: _req(ns=[{**nodes()[0], "price_per_hour":
+                                        1e308}]), JSON, 422, "nodes[0].price_per_hour"),
     "transfer past what can be simulated": ("POST", "/v1/schedule", lambda _: _req(_tasks({"id": "a", "runtime": 1},
                                             {"id": "b", "runtime": 1, "dependencies": [{"task": "a", "data": 1e300}]})),
                                             JSON, 422, "bytes from 'a' to 'b' would take"),

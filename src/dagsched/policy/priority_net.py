@@ -153,7 +153,7 @@ def save_priority_policy(
 
 
 def is_priority_policy(meta: dict[str, Any]) -> bool:
-    """Whether a policy's metadata is of this kind (rather than the per-decision policy's)."""
+    """Whether a policy's metadata names this file format (any other is refused by name)."""
     return meta.get("format") == FILE_FORMAT
 
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dagsched.model.entities import Identifier
+from dagsched.model.entities import MAX_PRICE_PER_HOUR, Identifier
 from dagsched.sim.objective import ObjectiveWeights
 
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -38,7 +38,7 @@ class NodeState(_Body):
     mem: NonNegative = Field(0.0, description="total GiB")
     gpu: Annotated[int, Field(ge=0)] = 0
     speed: Positive = 1.0
-    price_per_hour: NonNegative = 0.0
+    price_per_hour: NonNegative = Field(0.0, le=MAX_PRICE_PER_HOUR, description="price per hour the node is up")
     bandwidth: Positive = Field(1.25e9, description="bytes per second")
     free: FreeCapacity | None = Field(None, description="free capacity now; default: all of it")
     labels: dict[str, str] = Field(default_factory=dict)
