@@ -2,9 +2,7 @@
 
 `FinetuneConfig` is the one description of a fine-tune (`dagsched finetune`'s options are generated from it):
 what to read, how to train, when the result is good enough to ship. The training itself is a function of the
-problems and the current model, whatever its kind: `trainer(model)` finds it by the model's class
-(`register_kind`), so each learned scheduler brings its own (the priority policy of `drl`: a few passes of its own
-POMO updates, `priority_passes`);
+problems and the current priority policy of `drl`: a few passes of its own POMO updates (`priority_passes`);
 `evaluate` plans every held-out problem with old and new in the one simulator, as the service plans;
 `verdict` says whether new won by the margin. Reading the logs, building the problems and shipping are the
 service's (`dagsched.service.finetune`).
@@ -13,7 +11,6 @@ service's (`dagsched.service.finetune`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -126,87 +123,51 @@ class HeldOutResult:
         return self.new_makespan / max(self.old_makespan, 1e-12)
 
 
-# ---- model kinds: how each learned model is trained, planned with and saved ---------------------------------
-
-Trainer = Callable[[list[LoggedProblem], Any, FinetuneConfig], tuple[Any, dict[str, float]]]
-
-
-@dataclass(frozen=True)
-class Kind:
-    """What fine-tuning needs of one kind of model."""
-
-    train: Trainer
-    """(training problems, current model, config) -> (a new model, the last round's mean losses)"""
-    scheduler: Callable[[Any], Scheduler]
-    """the scheduler planning with the model as the service plans with it"""
-    save: Callable[[Any, Path], Path]
-    """write the model's files at a stem (safetensors + metadata), return the metadata file"""
-    algorithm: Callable[[FinetuneConfig], str]
-    """what the training did, in words, for the model's lineage"""
-
-
-_KINDS: dict[type, Kind] = {}
-
-
-def register_kind(model_class: type, kind: Kind) -> None:
-    """Make models of `model_class` fine-tunable."""
-    _KINDS[model_class] = kind
-
-
-def kind_of(model: Any) -> Kind:
-    """The Kind of a model (the priority policy's is built in)."""
-    if not _KINDS:
-        _register_builtin()
-    for cls in type(model).__mro__:
-        if cls in _KINDS:
-            return _KINDS[cls]
-    raise TypeError(f"no fine-tuning is registered for a {type(model).__name__}")
-
-
-def trainer(model: Any) -> Trainer:
-    return kind_of(model).train
-
-
-def _register_builtin() -> None:
-    from dagsched.policy.priority_net import PriorityPolicy, save_priority_policy
-    from dagsched.schedulers.priority_sampling import SERVICE_SAMPLING, PrioritySampling
-
-    register_kind(
-        PriorityPolicy,
-        Kind(
-            train=priority_passes,
-            scheduler=lambda policy: PrioritySampling(policy=policy, **SERVICE_SAMPLING),
-            save=lambda policy, stem: save_priority_policy(policy, stem)[1],
-            algorithm=lambda cfg: (
-                f"POMO on the logged problems (the priority trainer's updates, K = 16, anchor 0.01), "
-                f"{cfg.rounds} rounds x {cfg.epochs} passes, lr {cfg.lr:g}"
-            ),
-        ),
-    )
-
-
-# ---- the priority policy's trainer -----------------------------------------------------------------------------
+# ---- the priority policy: how it is trained, planned with and saved ---------------------------------------------
 
 
 def priority_passes(problems: list[LoggedProblem], policy: Any, cfg: FinetuneConfig) -> tuple[Any, dict[str, float]]:
     """A copy of the priority policy of `drl` after `cfg.rounds x cfg.epochs` passes of its own trainer's updates
     (`rl.priority_train.finetune`: POMO on the Plackett-Luce likelihood of K = 16 sampled orders per problem, the
-    anchor keeping it near where it starts) over the logged problems, at the small learning rate `cfg.lr`."""
+    anchor keeping it near where it starts) over the logged problems, at the small learning rate `cfg.lr`; and the
+    last pass's mean statistics."""
     from dagsched.rl.priority_train import finetune
 
     return finetune(policy, [p.cp for p in problems], cfg.rounds * cfg.epochs, cfg.lr, cfg.seed)
+
+
+def service_scheduler(policy: Any) -> Scheduler:
+    """The scheduler planning with `policy` as the service plans with it (the service's sampling settings)."""
+    from dagsched.schedulers.priority_sampling import SERVICE_SAMPLING, PrioritySampling
+
+    return PrioritySampling(policy=policy, **SERVICE_SAMPLING)
+
+
+def save_policy_files(policy: Any, stem: Path) -> Path:
+    """Write the policy's safetensors and metadata at `stem`; return the metadata file."""
+    from dagsched.policy.priority_net import save_priority_policy
+
+    return save_priority_policy(policy, stem)[1]
+
+
+def algorithm(cfg: FinetuneConfig) -> str:
+    """What the training did, in words, for the fine-tuned model's lineage."""
+    return (
+        f"POMO on the logged problems (the priority trainer's updates, K = 16, anchor 0.01), "
+        f"{cfg.rounds} rounds x {cfg.epochs} passes, lr {cfg.lr:g}"
+    )
 
 
 # ---- judging old against new ------------------------------------------------------------------------------
 
 
 def evaluate(old: Any, new: Any, problems: list[LoggedProblem]) -> list[HeldOutResult]:
-    """Each model's makespan on each problem in the one simulator, planned as the service plans with it (its
-    Kind's scheduler: the priority policy with the service's sampling)."""
+    """Each model's makespan on each problem in the one simulator, planned as the service plans with it
+    (`service_scheduler`: the priority policy with the service's sampling)."""
     from dagsched.schedulers import simulate
 
     def makespan(model: Any, cp: CompiledProblem) -> float:
-        result = simulate(cp, kind_of(model).scheduler(model), validate=True)
+        result = simulate(cp, service_scheduler(model), validate=True)
         return result.metrics.makespan if result.valid else math.inf
 
     return [

@@ -19,8 +19,8 @@ What runs, in order (the training itself lives in `dagsched.rl.finetune`; this m
    really runs.
 2. split: a plan is held out when sha256(plan id) falls under `--holdout`: the same logs give the
    same split, and a plan never moves between sides as logs grow.
-3. fine-tune: the model's own trainer (`rl.finetune.trainer`: a few passes of POMO for the priority
-   policy of `drl`), on the training problems, from the current model (default: the service's default,
+3. fine-tune: the priority policy's own trainer (`rl.finetune.priority_passes`: a few passes of POMO),
+   on the training problems, from the current model (default: the service's default,
    the shipped drl-v3).
 4. evaluate: old and new, each planning as the service plans with it, on the held-out problems in the
    one simulator; the score is the mean of new/old makespan.
@@ -46,7 +46,16 @@ from typing import Any
 
 from dagsched.console import parse_duration
 from dagsched.model.errors import InputError
-from dagsched.rl.finetune import FinetuneConfig, HeldOutResult, LoggedProblem, evaluate, kind_of, trainer, verdict
+from dagsched.rl.finetune import (
+    FinetuneConfig,
+    HeldOutResult,
+    LoggedProblem,
+    algorithm,
+    evaluate,
+    priority_passes,
+    save_policy_files,
+    verdict,
+)
 
 __all__ = [
     "FinetuneConfig",
@@ -249,7 +258,7 @@ def policy_version(stem: Path) -> str:
 
 def save_finetuned(model: Any, stem: Path, version: str, lineage: dict[str, Any]) -> Path:
     """`<stem>.safetensors` + `<stem>.json`, the metadata carrying the version and where it came from."""
-    meta_path = kind_of(model).save(model, stem)
+    meta_path = save_policy_files(model, stem)
     meta = json.loads(meta_path.read_text())
     meta["version"] = version
     meta["finetune"] = lineage
@@ -317,7 +326,7 @@ def run(
             raise InputError("--model", str(err)) from None
         parent = policy_version(stem)
 
-    new, outcome.train_stats = trainer(old)(train, old, cfg)
+    new, outcome.train_stats = priority_passes(train, old, cfg)
     outcome.results = judge(old, new, held)
     outcome.mean_ratio, wins = verdict(outcome.results, cfg.margin)
     if not wins:
@@ -337,7 +346,7 @@ def run(
         "train_plans": len(train),
         "held_out_plans": len(held),
         "mean_makespan_ratio": outcome.mean_ratio,
-        "algorithm": kind_of(old).algorithm(cfg),
+        "algorithm": algorithm(cfg),
         "seed": cfg.seed,
     }
     saved = save_finetuned(new, out / outcome.version, outcome.version, lineage)
