@@ -59,7 +59,7 @@ def main() -> None:
             print(f"soak: {args.minutes:g} min at {args.rate:g} calls/s (plans heft+drl and prioritize, 1:1); "
                   f"policy {note}; store {store.split('@')[-1]}")  # fmt: skip
             print(f"{'min':>5} {'calls':>7} {'RSS MiB':>8} {'fds':>5} {'store MiB':>9} {'p50 ms':>7} {'p99 ms':>7}")
-            client = Client(port)
+            client = Client(port, per_connection=10)
             start = time.monotonic()
             next_sample = start
             calls, lat, samples = 0, [], []
@@ -76,14 +76,7 @@ def main() -> None:
                     if now - start >= args.minutes * 60:
                         break
                 path, body = bodies[calls % len(bodies)]
-                if calls and calls % 10 == 0:
-                    client.conn.close()
-                    client = Client(port)
-                t0 = time.perf_counter()
-                status, text = client.post(path, body)
-                lat.append(time.perf_counter() - t0)
-                if status != 200:
-                    raise SystemExit(f"{path}: HTTP {status}: {text[:200]!r}")
+                lat.append(client.timed_post(path, body)[0])
                 calls += 1
                 wait = start + calls / args.rate - time.monotonic()
                 if wait > 0:

@@ -109,7 +109,8 @@ class Client:
     """One keep-alive HTTP/1.1 connection that POSTs pre-encoded JSON (stdlib `http.client`, whose own cost per
     call is a fraction of httpx's, so the figures are mostly the server's)."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, per_connection: int = 0) -> None:
+        self.port, self.per_connection, self.calls = port, per_connection, 0
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
 
     def post(self, path: str, body: bytes) -> tuple[int, bytes]:
@@ -117,24 +118,32 @@ class Client:
         r = self.conn.getresponse()
         return r.status, r.read()
 
+    def timed_post(self, path: str, body: bytes) -> tuple[float, bytes]:
+        """One call on a connection renewed every `per_connection` calls (0: never): its latency in seconds and
+        the answer; anything but 200 raises, naming the path."""
+        if self.per_connection and self.calls and self.calls % self.per_connection == 0:
+            self.conn.close()
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        self.calls += 1
+        t0 = time.perf_counter()
+        status, text = self.post(path, body)
+        elapsed = time.perf_counter() - t0
+        if status != 200:
+            raise RuntimeError(f"{path}: HTTP {status}: {text[:300]!r}")
+        return elapsed, text
+
 
 def sequential_calls(
     port: int, path: str, body: bytes, n: int, per_connection: int
 ) -> tuple[list[float], float, float, int]:
     """n sequential calls, a new connection every `per_connection` (0: one): their latencies, when the first began
     and the last ended, and how many answers were HEFT standing in for the asked scheduler (`"fallback":true`)."""
-    client = Client(port)
+    client = Client(port, per_connection)
     lat = []
     fallbacks = 0
     began = time.perf_counter()
-    for i in range(n):
-        if per_connection and i and i % per_connection == 0:
-            client.conn.close()
-            client = Client(port)
-        t0 = time.perf_counter()
-        status, text = client.post(path, body)
-        lat.append(time.perf_counter() - t0)
-        if status != 200:
-            raise RuntimeError(f"{path}: HTTP {status}: {text[:300]!r}")
+    for _ in range(n):
+        elapsed, text = client.timed_post(path, body)
+        lat.append(elapsed)
         fallbacks += b'"fallback":true' in text
     return lat, began, time.perf_counter(), fallbacks
