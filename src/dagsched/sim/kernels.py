@@ -2,12 +2,10 @@
 
 Each rule is a plain numpy function (the reference) and, where numba is installed, a compiled kernel of
 the same arithmetic in the same order behind the same call (`legality`, `window`, `room_times`), so that
-the two give equal results to the bit (tests/sim/test_kernels.py compares them on whole runs). The
-policy's compiled features (`dagsched.policy.kernels`) call the same kernels from inside their own, so
-no rule is written twice.
+the two give equal results to the bit (tests/sim/test_kernels.py compares them on whole runs).
 
-Why compile them: a learned plan of a 20-task workflow is 20 decisions, each built from about 150
-numpy calls on arrays of 20 tasks and 16 nodes, so call overhead, not arithmetic, was the cost. No
+Why compile them: a decision point is asked for at every start and event, on arrays of tens of tasks and
+nodes, so call overhead, not arithmetic, is the cost. No
 fastmath: fused multiply-adds would change the last bit. Compiled code is cached on disk beside this
 file (numba's `cache=True`), so only the first process after an install pays the compile.
 """
