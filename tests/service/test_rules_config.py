@@ -117,8 +117,8 @@ def test_config_file_is_read_at_start_and_on_reload(make_settings, tmp_path) -> 
 
 def test_a_stored_config_with_a_retired_key_still_loads(make_settings) -> None:
     """A config published by an older release with `temperature` (which applied only to the per-decision policy) is
-    adopted at start-up and on sync without that key: its other settings serve, no sync error, and the stored
-    document is left as it was."""
+    adopted at start-up and on sync without that key: its other settings serve, no sync error, the same settings
+    published again with only the retired key changed are no change, and the stored document is left as it was."""
     from dagsched.service.store import Store
 
     settings = make_settings()
@@ -136,8 +136,10 @@ def test_a_stored_config_with_a_retired_key_still_loads(make_settings) -> None:
         store.publish(config={**stored, "shadow": "peft", "temperature": 0.0})  # another old replica publishes
         assert state.sync() is True and state.sync_error is None
         assert c.get("/v1/config").json()["shadow"] == "peft"
+        store.publish(config={**stored, "shadow": "peft", "temperature": 0.3})  # the same settings but a retired key
+        assert state.sync() is False  # no change to apply
     serving = store.serving_state()
-    assert serving is not None and serving["config"]["temperature"] == 0.0  # nothing stored was rewritten
+    assert serving is not None and serving["config"]["temperature"] == 0.3  # nothing stored was rewritten
     store.close()
     assert config_from_stored({"temperature": 1.0, "shadow": "heft"}).shadow == "heft"
     with pytest.raises(InputError) as err:  # only the retired keys are dropped: an unknown one is still refused

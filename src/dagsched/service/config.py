@@ -183,15 +183,18 @@ operator's config file) still loads without them, and the log says which were dr
 is refused, naming it (a client sending it now is told at once)."""
 
 
+def without_retired(data: Any) -> Any:
+    """A kept config document less the retired keys (anything but a dict as it is)."""
+    return {k: v for k, v in data.items() if k not in RETIRED_KEYS} if isinstance(data, dict) else data
+
+
 def config_from_stored(data: Any, source: str = "the store") -> RuntimeConfig:
     """A config kept from before (`source`: the store's serving row, a config file): validated as `config_from_dict`
     does, less the retired keys (logged); nothing else is dropped, and the kept document is not rewritten."""
     if isinstance(data, dict):
-        retired = sorted(k for k in data if k in RETIRED_KEYS)
-        for key in retired:
+        for key in sorted(k for k in data if k in RETIRED_KEYS):
             log.warning("config from %s: dropped the retired setting %s (%s)", source, key, RETIRED_KEYS[key])
-        data = {k: v for k, v in data.items() if k not in RETIRED_KEYS}
-    return config_from_dict(data)
+    return config_from_dict(without_retired(data))
 
 
 def read_config(path: Path) -> RuntimeConfig:

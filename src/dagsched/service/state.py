@@ -28,7 +28,7 @@ from fastapi import Depends, HTTPException, Request
 from dagsched.model.errors import InputError
 from dagsched.service.calibration import Calibrator
 from dagsched.service.canary import CanaryController, with_id
-from dagsched.service.config import RuntimeConfig, config_from_stored, read_config
+from dagsched.service.config import RuntimeConfig, config_from_stored, read_config, without_retired
 from dagsched.service.metrics import ServiceMetrics
 from dagsched.service.models import ModelManager
 from dagsched.service.online import OnlineFinetuner
@@ -127,7 +127,8 @@ class ServiceState:
             c = self.models.current
             if sha is not None and (c is None or c.sha256 != sha):
                 changed |= self._load_published(sha)
-            if live["config"] is not None and live["config"] != self.config.model_dump(mode="json"):
+            # the stored document may still carry retired keys: the same config less them is no change
+            if live["config"] is not None and without_retired(live["config"]) != self.config.model_dump(mode="json"):
                 try:
                     self.set_config(config_from_stored(live["config"]))
                     changed = True
