@@ -87,3 +87,18 @@ def test_two_schedulers_cannot_share_a_name() -> None:
     with pytest.raises(ValueError, match="two schedulers named 'fcfs'"):
         register(Impostor)
     assert _REGISTRY["fcfs"] is FCFS
+
+
+def test_the_factory_hands_a_scheduler_only_what_it_declares_it_needs() -> None:
+    """`make_scheduler(name, **provided)`: drl declares `policy` and plans with the one handed to it (with
+    `service=True`, at its service budget); a scheduler that declares no need is built alike, ignoring it."""
+    from dagsched.policy.priority_net import load_cached_priority_policy
+    from dagsched.schedulers import make_scheduler, scheduler_class
+    from dagsched.schedulers.priority_sampling import SERVICE_SAMPLING
+
+    policy = load_cached_priority_policy(None)
+    assert scheduler_class("drl").needs == {"policy"} and scheduler_class("heft").needs == frozenset()
+    served = make_scheduler("drl", service=True, policy=policy)
+    assert served.policy is policy  # type: ignore[attr-defined]
+    assert served.budget_s == SERVICE_SAMPLING["budget_s"] != make_scheduler("drl").budget_s  # type: ignore[attr-defined]
+    assert type(make_scheduler("heft", service=True, policy=policy)).__name__ == "HEFT"

@@ -16,6 +16,7 @@ from dagsched.schedulers.base import (
     make_scheduler,
     register,
     registered_names,
+    scheduler_class,
     simulate,
 )
 
@@ -30,5 +31,6 @@ __all__ = [
     "make_scheduler",
     "register",
     "registered_names",
+    "scheduler_class",
     "simulate",
 ]

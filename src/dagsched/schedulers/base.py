@@ -9,6 +9,7 @@ which nodes now. It never holds the live simulator, so it never sees actual runt
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from dagsched.model.compiled import CompiledProblem
 from dagsched.model.errors import InputError
@@ -24,11 +25,12 @@ __all__ = [
     "is_tree_search",
     "make_scheduler",
     "register",
+    "scheduler_class",
     "registered_names",
     "simulate",
 ]
 
-_REGISTRY: dict[str, Callable[[], Scheduler]] = {}
+_REGISTRY: dict[str, type[Scheduler]] = {}
 """Every built-in scheduler is in it once anything here is imported: importing this module imports its package,
 whose __init__ imports every module of the package, and each scheduler registers itself."""
 
@@ -55,11 +57,23 @@ def is_tree_search(name: str) -> bool:
     return bool(getattr(_REGISTRY.get(name), "tree_search", False))
 
 
-def make_scheduler(name: str) -> Scheduler:
-    """A fresh scheduler by registry name; an unknown name lists the known ones."""
+def scheduler_class(name: str) -> type[Scheduler]:
+    """The registered class of `name` (what it declares: `needs`, `service_options`, ...); an unknown name lists
+    the known ones."""
     if name not in _REGISTRY:
         raise InputError("scheduler", f"unknown scheduler '{name}'; known: {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[name]()
+    return _REGISTRY[name]
+
+
+def make_scheduler(name: str, service: bool = False, **provided: Any) -> Scheduler:
+    """A fresh scheduler by registry name. `provided`: what the caller has for schedulers that declare a need of it
+    (`Scheduler.needs`, e.g. a service's serving `policy`); a scheduler is handed only what it declares.
+    `service`: built with its `service_options` (the budget a request can wait for)."""
+    cls = scheduler_class(name)
+    options = {k: v for k, v in provided.items() if k in cls.needs}
+    if service:
+        options = {**cls.service_options, **options}
+    return cls(**options)
 
 
 def simulate(

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -102,6 +103,8 @@ class PrioritySampling(StaticPlanner):
     """
 
     name = "drl"
+    needs = frozenset({"policy"})
+    service_options = MappingProxyType(SERVICE_SAMPLING)
 
     def __init__(
         self,

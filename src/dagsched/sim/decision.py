@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cached_property
+from types import MappingProxyType
 from typing import Any, ClassVar, cast, overload
 
 import numpy as np
@@ -408,6 +409,12 @@ class Scheduler(ABC):
     tree_search: ClassVar[bool] = False
     """True for schedulers that grow a search tree of simulator forks at every decision (MCTS): their
     cost grows with tasks x nodes x simulations, so a suite may cap the problem size they run on."""
+    needs: ClassVar[frozenset[str]] = frozenset()
+    """What the factory hands this scheduler's constructor when the caller has it (`make_scheduler(name,
+    **provided)`): `policy` for a learned scheduler, which a service hands its serving policy; without it the
+    scheduler loads its shipped one."""
+    service_options: ClassVar[Mapping[str, Any]] = MappingProxyType({})
+    """Constructor options a service plans with (a learned planner's time budget per request)."""
 
     def __init__(self) -> None:
         self.rng = np.random.default_rng(0)
