@@ -186,3 +186,64 @@ def test_the_sim_check_sees_a_cycle_of_annotations() -> None:
         "dagsched.sim.decision:2 (layer 3) imports dagsched.sim.engine (layer 4)",
         "dagsched.sim.decision:4 (layer 3) imports dagsched.sim.engine (layer 4)",
     ]
+
+
+SERVICE_TRANSPORTS = ("dagsched.service.routes", "dagsched.service.rpc")
+"""The service's two transports: each parses, calls the domain core and shapes its answer; neither imports the other."""
+SERVICE_CORE = (
+    "planning",
+    "replanning",
+    "explaining",
+    "chain",
+    "refusals",
+    "planner",
+    "guards",
+    "canary",
+    "online",
+    "reality",
+    "gap",
+    "calibration",
+    "store",
+)
+"""The service's use cases and what they are made of: plain modules, no web framework, no transport."""
+
+
+def _service_violations(sources: dict[str, str]) -> list[str]:
+    """Imports across the service's transports, and of a transport or FastAPI from its domain core."""
+    out = []
+    for module, source in sources.items():
+        tree = ast.parse(source)
+        own = next((t for t in SERVICE_TRANSPORTS if module.startswith(t)), None)
+        core = any(
+            module == f"dagsched.service.{c}" or module.startswith(f"dagsched.service.{c}.") for c in SERVICE_CORE
+        )
+        for line, base, _ in _import_froms(tree, module, annotations=True):
+            other = next((t for t in SERVICE_TRANSPORTS if base.startswith(t)), None)
+            if own is not None and other is not None and other != own:
+                out.append(f"{module}:{line} ({own}) imports {base} ({other})")
+            if core and other is not None:
+                out.append(f"{module}:{line} (the domain core) imports the transport {base}")
+        if core:
+            for node in ast.walk(tree):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                if isinstance(node, ast.ImportFrom) and node.module:
+                    names = [node.module]
+                bad = [n for n in names if n.split(".")[0] in ("fastapi", "starlette", "grpc")]
+                out.extend(f"{module}:{node.lineno} (the domain core) imports {n}" for n in bad)
+    return out
+
+
+def test_the_service_transports_import_neither_each_other_nor_are_imported_by_the_core() -> None:
+    sources = {m: p.read_text() for m, p in _modules() if m.startswith("dagsched.service")}
+    assert not _service_violations(sources), "\n".join(_service_violations(sources))
+
+
+def test_the_service_check_sees_a_transport_importing_the_other() -> None:
+    sources = {
+        "dagsched.service.rpc.server": "from dagsched.service.routes.events import post_event\n",
+        "dagsched.service.routes.schedule": "from dagsched.service.rpc import server\n",
+        "dagsched.service.planning": "from fastapi import HTTPException\n",
+        "dagsched.service.replanning": "import dagsched.service.routes.events\n",
+    }
+    found = _service_violations(sources)
+    assert len(found) == 4, found

@@ -30,7 +30,7 @@ def test_node_down_moves_its_tasks(client: TestClient) -> None:
     """n2 (all four tasks) goes down at t=0: everything moves to n1, starting at the event time."""
     plan = _plan(client)
     res = _event(client, plan_id=plan["plan_id"], kind="node_down", node="n2", at=1.0)
-    assert res["replanned"] is True and "4 planned task(s) move" in res["reason"]
+    assert res["replanned"] is True and "4 task(s) move off it" in res["reason"]
     assert {c["task"]: (c["node"], c["previous_node"]) for c in res["changed"]} == {t: ("n1", "n2") for t in "abcd"}
     first = min(res["changed"], key=lambda c: c["start"])
     assert first["task"] == "a" and first["start"] == pytest.approx(1.0)
@@ -39,6 +39,18 @@ def test_node_down_moves_its_tasks(client: TestClient) -> None:
     # the chain continues from the revision: the node comes back, tasks may return
     back = _event(client, plan_id=res["plan_id"], kind="node_up", node="n2", at=2.0)
     assert back["replanned"] is True and back["root_id"] == plan["plan_id"]
+
+
+def test_node_down_counts_what_changed_and_says_why_an_unreported_task_runs_again(client: TestClient) -> None:
+    """n2 goes down at 6 s, after `a` was planned to finish there (5 s) but never reported finished: the answer's
+    count is the tasks `changed` lists off n2 (all four), and it says one of them runs again, and why."""
+    plan = _plan(client)
+    assert next(a for a in plan["assignments"] if a["task"] == "a")["finish"] == pytest.approx(5.0)
+    res = _event(client, plan_id=plan["plan_id"], kind="node_down", node="n2", at=6.0)
+    moved = [c for c in res["changed"] if c["previous_node"] == "n2"]
+    assert len(moved) == len(res["changed"]) == 4
+    assert res["reason"].startswith("node down: 4 task(s) move off it, 1 of them planned to have finished")
+    assert "runs again" in res["reason"]
 
 
 def test_overrun_past_200_percent_migrates(client: TestClient) -> None:

@@ -35,16 +35,23 @@ import logging
 import math
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from dagsched.bench.stats import bootstrap_ci
-from dagsched.service.config import Canary, RuntimeConfig
-from dagsched.service.models import safe_name
-from dagsched.service.planner import Breaker, Planned, Route
+from dagsched.service.config import LEARNED_SCHEDULER, Canary, RuntimeConfig, needs_policy
+from dagsched.service.guards import Breaker
+from dagsched.service.metrics import ServiceMetrics
+from dagsched.service.models import ModelManager, safe_name
+from dagsched.service.planner import Planned, Planner, Route
 from dagsched.service.reality import rebuild
+from dagsched.service.store.events import Events
+from dagsched.service.store.models import Models
+from dagsched.service.store.plans import Plans
+from dagsched.service.store.runtime import Runtime
 
 log = logging.getLogger("dagsched.service")
 
@@ -63,14 +70,42 @@ def with_id(config: RuntimeConfig) -> RuntimeConfig:
     return config.model_copy(update={"canary": canary})
 
 
+class ConfigPublisher(Protocol):
+    """How a step reaches every replica: the process's state applies a config, or serves a policy file, here and
+    publishes it through the store."""
+
+    def apply_config(self, config: RuntimeConfig) -> None: ...
+
+    def serve_model(self, stem: Path, source: str) -> None: ...
+
+
 class CanaryController:
     """Routes workflows to arms, records canary plans, judges stages and takes the steps, for one replica."""
 
-    def __init__(self, state: Any) -> None:
-        self.state = state
+    def __init__(
+        self,
+        planner: Planner,
+        plan_lock: threading.Lock,
+        stores: tuple[Plans, Events, Models, Runtime],
+        metrics: ServiceMetrics,
+        live_config: Callable[[], RuntimeConfig],
+        publisher: ConfigPublisher,
+        model_dir: Path,
+        max_upload_bytes: int,
+        environment: str,
+    ) -> None:
+        self.planner = planner
+        self.plan_lock = plan_lock
+        self.plans, self.events, self.model_store, self.runtime = stores
+        self.metrics = metrics
+        self.live_config = live_config
+        self.publisher = publisher
+        self.model_dir = model_dir
+        self.max_upload_bytes = max_upload_bytes
+        self.environment = environment
         self.breaker = Breaker()
-        """the model-version candidate's own breaker (a scheduler candidate that is `drl` uses the planner's)"""
-        self._models: tuple[str, Any] | None = None
+        """the model-version candidate's own breaker (a scheduler candidate that needs a policy uses the planner's)"""
+        self._models: tuple[str, ModelManager] | None = None
         self._lock = threading.Lock()
 
     # ---- routing --------------------------------------------------------------------------------------
@@ -84,22 +119,20 @@ class CanaryController:
         if arm == "default":
             return Route("default", config.default_scheduler, c.id)
         if c.scheduler is not None:
-            breaker = self.state.planner.breaker if c.scheduler == "drl" else None
+            breaker = self.planner.breaker if needs_policy(c.scheduler) else None
             return Route("candidate", c.scheduler, c.id, None, breaker)
-        return Route("candidate", "drl", c.id, self.candidate_models(c), self.breaker)
+        return Route("candidate", LEARNED_SCHEDULER, c.id, self.candidate_models(c), self.breaker)
 
-    def candidate_models(self, c: Canary) -> Any:
+    def candidate_models(self, c: Canary) -> ModelManager:
         """A ModelManager serving the candidate policy, loaded once per canary from the store (its `error` says
         why not: a candidate that cannot plan falls back, and enough fallbacks roll it back)."""
-        from dagsched.service.models import ModelManager
-
         with self._lock:
             if self._models is not None and self._models[0] == c.id:
                 return self._models[1]
-            folder = Path(self.state.settings.model_dir) / "canary"
-            models = ModelManager(folder, self.state.settings.max_upload_bytes)
+            folder = self.model_dir / "canary"
+            models = ModelManager(folder, self.max_upload_bytes)
             version = str(c.model_version)
-            blob = self.state.store.model_blob_by_version(version)
+            blob = self.model_store.blob_by_version(version)
             if blob is None:
                 models.error = f"candidate model '{version}' is not in the store (upload it first)"
             else:
@@ -127,11 +160,11 @@ class CanaryController:
         if route.arm == "candidate":
             other_name, models = config.default_scheduler, None
         else:
-            other_name = c.scheduler or "drl"
+            other_name = c.scheduler or LEARNED_SCHEDULER
             models = self.candidate_models(c) if c.model_version is not None else None
-        with self.state.plan_lock:
-            other = self.state.planner.plan_alone(planned.cp, other_name, models)
-        self.state.store.add_canary(
+        with self.plan_lock:
+            other = self.planner.plan_alone(planned.cp, other_name, models)
+        self.runtime.add_canary(
             {
                 "canary_id": c.id,
                 "plan_id": live["plan_id"],
@@ -143,7 +176,7 @@ class CanaryController:
                 "other_scheduler": other_name if c.model_version is None or route.arm == "candidate" else c.candidate,
                 "other_makespan": other.metrics.makespan if other is not None else None,
                 "fallback": live["fallback"],
-                "environment": self.state.settings.environment,
+                "environment": self.environment,
             }
         )
         if route.arm == "candidate" and live["fallback"]:
@@ -156,9 +189,9 @@ class CanaryController:
         achieved makespans, mean achieved over the default's plan makespan with a 95 % interval; the paired plan
         comparison where the shadow has both."""
         assert c.id is not None
-        rows = self.state.store.canary_rows(c.id, c.fraction if fraction is None else fraction)
-        plan_rows = {p["id"]: p for p in self.state.store.plans_by_ids([r["plan_id"] for r in rows])}
-        events = self.state.store.events_of(list(plan_rows))
+        rows = self.runtime.canary_rows(c.id, c.fraction if fraction is None else fraction)
+        plan_rows = {p["id"]: p for p in self.plans.by_ids([r["plan_id"] for r in rows])}
+        events = self.events.of_chains(list(plan_rows))
         arms: dict[str, dict[str, Any]] = {}
         for arm in ("default", "candidate"):
             mine = [r for r in rows if r["arm"] == arm]
@@ -167,7 +200,7 @@ class CanaryController:
                 p = plan_rows.get(r["plan_id"])
                 if p is None or not events[r["plan_id"]]:
                     continue
-                run = rebuild(p, events[r["plan_id"]], self.state.config.calibration.outlier_bound)
+                run = rebuild(p, events[r["plan_id"]], self.live_config().calibration.outlier_bound)
                 if not run.clean or run.achieved_makespan is None:
                     continue
                 default_plan = r["live_makespan"] if arm == "default" else r["other_makespan"]
@@ -208,8 +241,8 @@ class CanaryController:
         cand, dflt = figures["arms"]["candidate"], figures["arms"]["default"]
         if cand["fallbacks"] >= c.max_errors:
             return "rollback", f"the candidate erred: {cand['fallbacks']} of its plans fell back to HEFT"
-        breaker = self.breaker if c.model_version is not None else self.state.planner.breaker
-        if (c.model_version is not None or c.scheduler == "drl") and breaker.is_open():
+        breaker = self.breaker if c.model_version is not None else self.planner.breaker
+        if (c.model_version is not None or needs_policy(c.scheduler)) and breaker.is_open():
             return "rollback", "the candidate's breaker opened (failures or decisions past the deadline)"
         if cand["executed"] < c.min_workflows or dflt["executed"] < c.min_workflows:
             return "wait", (
@@ -224,7 +257,7 @@ class CanaryController:
 
     def evaluate(self, config: RuntimeConfig | None = None) -> dict[str, Any] | None:
         """Judge the current stage; take the step it calls for. The step's row, or None."""
-        config = config or self.state.config
+        config = config or self.live_config()
         c = config.canary
         if c is None or c.id is None:
             return None
@@ -232,7 +265,7 @@ class CanaryController:
         action, reason = self.verdict(c, figures)
         for arm in ("default", "candidate"):
             value = figures["arms"][arm]["normalised_mean"]
-            self.state.metrics.arm_makespan_ratio.labels(arm=arm).set(value if value is not None else math.nan)
+            self.metrics.arm_makespan_ratio.labels(arm=arm).set(value if value is not None else math.nan)
         if action == "wait":
             return None
         if action == "promote":
@@ -249,15 +282,15 @@ class CanaryController:
         c = config.canary
         if c is None or c.id is None:
             return
-        steps = self.state.store.canary_steps(c.id)
+        steps = self.runtime.canary_steps(c.id)
         if not steps:
             row = self._row(c, 0, "start", 0.0, c.fraction, f"canary of {c.candidate} started", {})
         elif steps[-1]["action"] not in ("complete", "rollback") and abs(steps[-1]["to_fraction"] - c.fraction) > 1e-12:
             row = self._row(c, len(steps), "set", steps[-1]["to_fraction"], c.fraction, "stage set by an operator", {})
         else:
             return
-        if self.state.store.add_canary_step(row):
-            self.state.metrics.canary_steps.labels(action=row["action"]).inc()
+        if self.runtime.add_canary_step(row):
+            self.metrics.canary_steps.labels(action=row["action"]).inc()
 
     def step(
         self, config: RuntimeConfig, kind: str, to: float, reason: str, figures: dict[str, Any]
@@ -265,26 +298,24 @@ class CanaryController:
         """Take one step if this replica wins it; then publish the new config to every replica."""
         c = config.canary
         assert c is not None and c.id is not None
-        steps = self.state.store.canary_steps(c.id)
+        steps = self.runtime.canary_steps(c.id)
         ended = bool(steps) and steps[-1]["action"] in ("complete", "rollback")
         if ended or (steps and abs(steps[-1]["to_fraction"] - c.fraction) > 1e-12):
             return None  # the canary ended, or this replica has not applied the last step yet
         row = self._row(c, len(steps), kind, c.fraction, to, reason, figures)
-        if not self.state.store.add_canary_step(row):
+        if not self.runtime.add_canary_step(row):
             return None  # another replica took this step
         if kind == "promote":
             new = config.model_copy(update={"canary": c.model_copy(update={"fraction": to})})
         elif kind == "complete":
-            new = config.model_copy(update={"canary": None, "default_scheduler": c.scheduler or "drl"})
+            new = config.model_copy(update={"canary": None, "default_scheduler": c.scheduler or LEARNED_SCHEDULER})
             if c.model_version is not None:
                 self._serve_candidate(c)
         else:
             new = config.model_copy(update={"canary": None})
         log.warning("canary %s: %s %g -> %g: %s", c.id, kind, c.fraction, to, reason)
-        self.state.metrics.canary_steps.labels(action=kind).inc()
-        with self.state.changing:
-            self.state.set_config(new)
-            self.state.publish(config=True)
+        self.metrics.canary_steps.labels(action=kind).inc()
+        self.publisher.apply_config(new)
         return row
 
     def _serve_candidate(self, c: Canary) -> None:
@@ -292,11 +323,7 @@ class CanaryController:
         models = self.candidate_models(c)
         if models.current is None:
             return
-        stem = Path(self.state.settings.model_dir) / "canary" / safe_name(str(c.model_version))
-        loaded = self.state.models.load_path(stem, "canary")
-        self.state.store.add_model_version(loaded.version, loaded.sha256, "canary", loaded.meta, loaded.loaded_at)
-        self.state.publish_model()
-        self.state.publish(model_source="canary")
+        self.publisher.serve_model(self.model_dir / "canary" / safe_name(str(c.model_version)), "canary")
 
     @staticmethod
     def _row(
@@ -320,15 +347,15 @@ class CanaryController:
         if c is not None and c.id is not None:
             figures = self.stage_figures(c)
             action, reason = self.verdict(c, figures)
-            steps = self.state.store.canary_steps(c.id)
+            steps = self.runtime.canary_steps(c.id)
             return {
                 "canary": c.model_dump(),
                 "stage": figures,
                 "verdict": {"action": action, "reason": reason},
                 "steps": steps,
             }
-        latest = self.state.store.canary_steps(None, limit=1)
-        steps = self.state.store.canary_steps(latest[0]["canary_id"]) if latest else []
+        latest = self.runtime.canary_steps(None, limit=1)
+        steps = self.runtime.canary_steps(latest[0]["canary_id"]) if latest else []
         return {"canary": None, "stage": None, "verdict": None, "steps": steps}
 
 

@@ -36,13 +36,29 @@ from dagsched.sim.objective import ObjectiveWeights
 log = logging.getLogger("dagsched.service")
 
 
+LEARNED_SCHEDULER = "drl"
+"""The default scheduler, and the one a model-version canary plans with: the learned planner."""
+FALLBACK_SCHEDULER = "heft"
+"""Plans when the chosen scheduler is missing, fails or is too slow."""
+SKEW_SCHEDULER = "round_robin"
+"""Places tasks while the load-skew monitor is on."""
+
+
 def known_scheduler(name: str | None) -> str | None:
     """`name` when /v1/schedule accepts it (or None); a ValueError listing the known ones otherwise."""
     from dagsched.schedulers import registered_names
 
-    if name is None or name in registered_names() or name == "drl":
-        return name  # "drl" may be missing in this build: the HEFT fallback covers it
+    if name is None or name in registered_names():
+        return name
     raise ValueError(f"unknown scheduler '{name}'; known: {', '.join(registered_names())}")
+
+
+def needs_policy(name: str | None) -> bool:
+    """Whether the registered scheduler `name` plans with a learned policy (the service hands it the serving one,
+    behind the breaker and the deadline)."""
+    from dagsched.schedulers import scheduler_class
+
+    return name is not None and "policy" in scheduler_class(name).needs
 
 
 class Breaker(BaseModel):
@@ -117,7 +133,7 @@ class Canary(BaseModel):
 
     @property
     def candidate(self) -> str:
-        return self.scheduler if self.scheduler is not None else f"drl@{self.model_version}"
+        return self.scheduler if self.scheduler is not None else f"{LEARNED_SCHEDULER}@{self.model_version}"
 
 
 class RuntimeConfig(BaseModel):
@@ -125,7 +141,9 @@ class RuntimeConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)  # strict: `true` is not a number, "1" is not one
 
-    default_scheduler: str = Field("drl", description="scheduler of /v1/schedule when the request names none")
+    default_scheduler: str = Field(
+        LEARNED_SCHEDULER, description="scheduler of /v1/schedule when the request names none"
+    )
     decision_deadline_ms: float = Field(
         1500.0, gt=0, description="deadline of the learned planner's plan (drl plans a workflow in one decision)"
     )

@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dagsched.model.errors import InputError, field_path
+from dagsched.service.refusals import Refused
 
 log = logging.getLogger("dagsched.service")
 
@@ -61,6 +62,11 @@ def install(app: FastAPI) -> None:
             headers["Allow"] = ", ".join(allowed)
             detail = f"method: {request.method} is not allowed on {request.url.path}; allowed: {', '.join(allowed)}"
         return JSONResponse({"detail": detail}, status_code=err.status_code, headers=headers)
+
+    @app.exception_handler(Refused)
+    async def _refused(_: Request, err: Refused) -> JSONResponse:
+        headers = {"WWW-Authenticate": "Bearer"} if err.status == 401 else None
+        return JSONResponse({"detail": str(err)}, status_code=err.status, headers=headers)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, err: Exception) -> JSONResponse:

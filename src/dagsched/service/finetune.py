@@ -156,8 +156,8 @@ def read_logged_problems(
         raise InputError("--store", f"cannot open the store: {type(err).__name__}: {err}") from None
     factors = Factors()
     try:
-        rows = store.first_plans(environment, cutoff, max_problems)
-        labels = [] if rows else store.plans_per_environment(cutoff)
+        rows = store.plans.first_plans(environment, cutoff, max_problems)
+        labels = [] if rows else store.plans.per_environment(cutoff)
         if rows and runtimes == "executed":
             factors = _executed_factors(store, environment, cutoff, now, allow_faults, outlier_bound, reality)
     except sa.exc.SQLAlchemyError as err:

@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from dagsched.service.calibration import Factors, summarise
-from dagsched.service.reality import OVERRUN_RATIO, RunLog, TaskRun
+from dagsched.service.chain import OVERRUN_RATIO, overran
+from dagsched.service.reality import RunLog, TaskRun
 
 POINTS = 500
 """Newest runs drawn in the plan-vs-achieved scatter."""
@@ -45,7 +46,7 @@ def gap_report(log: RunLog, factors: Factors | None = None, points: int = POINTS
     complete = [r for r in clean if r.achieved_makespan is not None and r.planned_makespan > 0]
     started = sum(r.started for r in clean)
     failed = sum(r.failed for r in clean)
-    over = sum(1 for t in tasks if t.actual_s > OVERRUN_RATIO * t.predicted_s)
+    over = sum(1 for t in tasks if overran(t.actual_s, t.predicted_s))
     transfers = [(p, s) for r in clean for p, s in r.transfers if p > 0]
     faults = log.faults
     return {

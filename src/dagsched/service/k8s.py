@@ -29,6 +29,7 @@ from functools import lru_cache
 from typing import Any
 
 from dagsched.service.rules import Rule, failing_rule
+from dagsched.service.store.plans import Plans
 
 MAX_PRIORITY = 10
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu")
@@ -248,3 +249,9 @@ def prioritize(
             score = int(round((MAX_PRIORITY - 1) * (0.8 * speed_part + 0.2 * max(headroom, 0.0))))
         out.append({"host": v["id"], "score": max(0, min(MAX_PRIORITY, score))})
     return out
+
+
+def prioritize_pod(args: Any, rules: list[Rule], plans: Plans) -> list[dict[str, Any]]:
+    """Prioritize for the pod in `args`: the node its workflow's stored plan gave its task scores highest."""
+    task = pod_task(args.get("pod") if isinstance(args, dict) else None)
+    return prioritize(args, rules, plans.planned_node(task["workflow"], task["id"]), task)

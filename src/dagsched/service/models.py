@@ -253,16 +253,6 @@ class ModelManager:
             self.current = loaded
             self.error = None
 
-    def scheduler(self) -> Any:
-        """The scheduler `drl` plans with over the serving policy: the priority planner with the service's sampling
-        (`SERVICE_SAMPLING`)."""
-        current = self.current
-        if current is None:
-            raise LookupError(self.error or "no learned policy loaded")
-        from dagsched.schedulers.priority_sampling import SERVICE_SAMPLING, PrioritySampling
-
-        return PrioritySampling(policy=current.policy, **SERVICE_SAMPLING)
-
 
 def _version(meta: dict[str, Any]) -> str:
     v = meta.get("version")

@@ -18,11 +18,17 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from dagsched.model.errors import InputError
 from dagsched.rl.finetune import FinetuneConfig, evaluate
+from dagsched.service.config import RuntimeConfig
+from dagsched.service.metrics import ServiceMetrics
+from dagsched.service.models import LoadedModel
+from dagsched.service.store.leases import Leases
+from dagsched.service.store.runtime import Runtime
 
 log = logging.getLogger("dagsched.service")
 
@@ -36,8 +42,29 @@ monitor again and again)."""
 class OnlineFinetuner:
     """The online fine-tunes of one replica."""
 
-    def __init__(self, state: Any) -> None:
-        self.state = state
+    def __init__(
+        self,
+        leases: Leases,
+        runtime: Runtime,
+        metrics: ServiceMetrics,
+        live_config: Callable[[], RuntimeConfig],
+        serving: Callable[[], LoadedModel | None],
+        ship_model: Callable[[bytes, bytes, str], LoadedModel],
+        store_url: str,
+        environment: str,
+        model_dir: Path,
+    ) -> None:
+        self.leases = leases
+        self.runtime = runtime
+        self.metrics = metrics
+        self.live_config = live_config
+        self.serving = serving
+        """the policy this replica serves now"""
+        self.ship_model = ship_model
+        """validates, swaps in and publishes a policy's files (weights, metadata, source)"""
+        self.store_url = store_url
+        self.environment = environment
+        self.model_dir = model_dir
         self.judge = evaluate
         """how old and new are compared on held-out problems (replaceable in tests)"""
         self.holder = uuid.uuid4().hex
@@ -53,7 +80,7 @@ class OnlineFinetuner:
         run is older than SKEW_GAP_S)."""
         if trigger == "skew" and time.monotonic() - self.last_run < SKEW_GAP_S:
             return
-        if self.state.config.online_ft_interval is not None:
+        if self.live_config().online_ft_interval is not None:
             self._pending = trigger
             self._wake.set()
 
@@ -68,7 +95,7 @@ class OnlineFinetuner:
             self._wake.clear()
             if self._stop.is_set():
                 return
-            interval = self.state.config.online_ft_interval
+            interval = self.live_config().online_ft_interval
             if interval is None:
                 self._pending = None
                 continue
@@ -85,28 +112,27 @@ class OnlineFinetuner:
         """One fine-tune now (if this replica gets the lease); its record, or None."""
         from dagsched.service.finetune import run
 
-        state = self.state
-        config = state.config
+        config = self.live_config()
         window_s = config.online_ft_window
-        if not state.store.take_lease(LEASE, self.holder, 6 * 3600.0):
+        if not self.leases.take(LEASE, self.holder, 6 * 3600.0):
             return None
         self.last_run = time.monotonic()
         started = time.time()
-        row: dict[str, Any] = {"trigger": trigger, "environment": state.settings.environment, "started_at": started}
+        row: dict[str, Any] = {"trigger": trigger, "environment": self.environment, "started_at": started}
         try:
             outcome = None
             for runtimes in ("executed", "requested"):
                 cfg = FinetuneConfig(
-                    store=state.settings.store_url,
-                    env=state.settings.environment,
+                    store=self.store_url,
+                    env=self.environment,
                     since=f"{max(1, round(window_s))}s",
                     runtimes=runtimes,
                     allow_faults=True,
                     outlier_bound=config.calibration.outlier_bound,
-                    out=str(Path(state.settings.model_dir) / "finetuned"),
+                    out=str(self.model_dir / "finetuned"),
                 )
                 try:
-                    outcome = run(cfg, current=state.models.current, judge=self.judge, ship=self._ship)
+                    outcome = run(cfg, current=self.serving(), judge=self.judge, ship=self._ship)
                     break
                 except InputError as err:
                     if err.field != "--runtimes":  # no plans at all, an unreadable store: no fallback helps
@@ -135,10 +161,10 @@ class OnlineFinetuner:
         except Exception as err:  # noqa: BLE001
             row |= {"verdict": "failed", "mean_ratio": None, "version": None, "reason": repr(err), "report": {}}
         finally:
-            state.store.release_lease(LEASE, self.holder)
+            self.leases.release(LEASE, self.holder)
         row["finished_at"] = time.time()
-        state.store.add_finetune_run(row)
-        state.metrics.finetune_runs.labels(trigger=trigger, verdict=row["verdict"]).inc()
+        self.runtime.add_finetune_run(row)
+        self.metrics.finetune_runs.labels(trigger=trigger, verdict=row["verdict"]).inc()
         log.info("online fine-tune (%s): %s: %s", trigger, row["verdict"], row["reason"])
         return row
 
@@ -146,5 +172,5 @@ class OnlineFinetuner:
         """A winner is swapped in like an upload and published to every replica."""
         weights = Path(str(stem) + ".safetensors").read_bytes()
         metadata = Path(str(stem) + ".json").read_bytes()
-        loaded = self.state.ship_model(weights, metadata, "finetune")
+        loaded = self.ship_model(weights, metadata, "finetune")
         return f"this service, now serving {loaded.version}"

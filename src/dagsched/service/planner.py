@@ -10,9 +10,10 @@ gather the evidence, build the records):
 2. A task that no node admits makes the request impossible: 422 naming it.
 3. The scheduler runs in `Simulator` with `SimConfig()` defaults (no noise, failures or
    stragglers: cloud mode on predictions), validated by the independent validator.
-4. The learned planner (`drl`) runs behind a breaker and a deadline (it plans the whole workflow
-   in one decision); if it is missing, fails, is too slow or its plan is invalid, HEFT plans instead and the response
-   says `fallback: true` with the reason (also counted in `dagsched_fallbacks_total`).
+4. A scheduler that plans with a learned policy (it declares the need: `drl`) is handed the serving policy and runs
+   behind a breaker and a deadline (it plans the whole workflow in one decision); if it has no policy, fails, is too
+   slow or its plan is invalid, HEFT plans instead and the response says `fallback: true` with the reason (also
+   counted in `dagsched_fallbacks_total`).
 5. The load-skew monitor: when the std of the nodes' cpu utilisation (from the request) is
    over the threshold, the next N task placements go to the registered `round_robin` scheduler.
 6. Calibration (`service.calibration`), when the runtime config enables it and enough executed runs
@@ -31,7 +32,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -44,113 +44,18 @@ from dagsched.explain.evidence import evidence
 from dagsched.io import workflow_from_dict
 from dagsched.model import CompiledProblem
 from dagsched.model.errors import InputError
-from dagsched.schedulers import make_scheduler, registered_names, simulate
+from dagsched.schedulers import make_scheduler, scheduler_class, simulate
 from dagsched.schedulers.base import Scheduler
 from dagsched.service.calibration import Applied, Calibrator, Factors, calibrate
-from dagsched.service.config import RuntimeConfig
+from dagsched.service.config import FALLBACK_SCHEDULER, SKEW_SCHEDULER, RuntimeConfig, needs_policy
+from dagsched.service.guards import Breaker, SkewMonitor, Timed
 from dagsched.service.problem import build_problem, canonical_json
 from dagsched.service.schemas import NodeState, ScheduleRequest
 from dagsched.service.store import EncodedJSON
-from dagsched.sim.config import SimConfig
-from dagsched.sim.decision import Decision, DecisionPoint
-from dagsched.sim.objective import ObjectiveWeights, lower_bound_baseline, objective_terms
+from dagsched.sim.objective import plan_objective
 from dagsched.sim.run import RunResult
 
 log = logging.getLogger("dagsched.service")
-
-
-class DeadlineExceeded(RuntimeError):
-    """The learned planner's decision (its whole plan) took longer than the configured deadline."""
-
-
-class Timed(Scheduler):
-    """Wraps a scheduler: times each decision, notes which decision started each task, and enforces an optional
-    deadline on every decision (the learned planner's, which makes its whole plan in one)."""
-
-    def __init__(self, inner: Scheduler, deadline_s: float | None = None) -> None:
-        super().__init__()
-        self.inner = inner
-        self.name = inner.name  # type: ignore[misc]
-        self.deadline_s = deadline_s
-        self.decide_s: list[float] = []
-        self.task_latency_s = np.zeros(0)
-
-    def reset(self, cp: CompiledProblem, view: DecisionPoint, seed: int = 0) -> None:
-        super().reset(cp, view, seed)
-        self.task_latency_s = np.zeros(cp.n_tasks)
-        self.inner.reset(cp, view, seed)
-
-    def decide(self, dp: DecisionPoint) -> Decision:
-        t0 = time.perf_counter()
-        d = self.inner.decide(dp)
-        took = time.perf_counter() - t0
-        self.decide_s.append(took)
-        for t, _ in d.assignments:
-            self.task_latency_s[t] = took
-        if self.deadline_s is not None and took > self.deadline_s:
-            raise DeadlineExceeded(
-                f"a decision took {took * 1e3:.1f} ms, over the {self.deadline_s * 1e3:g} ms deadline"
-            )
-        return d
-
-
-class Breaker:
-    """Opens after `failures` consecutive failures of the learned policy; HEFT serves until `cooldown_s` passes."""
-
-    def __init__(self) -> None:
-        self.consecutive = 0
-        self.open_until = 0.0
-        self._lock = threading.Lock()
-
-    def is_open(self) -> bool:
-        return time.monotonic() < self.open_until
-
-    def success(self) -> None:
-        with self._lock:
-            self.consecutive = 0
-
-    def failure(self, failures: int, cooldown_s: float) -> bool:
-        """Count a failure; True when this one opened the breaker."""
-        with self._lock:
-            self.consecutive += 1
-            if self.consecutive >= failures:
-                self.consecutive = 0
-                self.open_until = time.monotonic() + cooldown_s
-                return True
-            return False
-
-
-class SkewMonitor:
-    """Std of node cpu utilisation over a threshold -> the next N placements go round-robin."""
-
-    def __init__(self) -> None:
-        self.remaining = 0
-        self.last_std = 0.0
-        self.trips = 0
-        self.on_trip: Callable[[float], None] | None = None
-        """Called (outside the lock) with the skew each time the monitor trips: online fine-tuning listens."""
-        self._lock = threading.Lock()
-
-    def observe(self, nodes: list[NodeState], threshold: float, decisions: int) -> bool:
-        """Record the nodes' skew; True when round-robin mode is (now or still) on."""
-        util = [1.0 - (n.free.cpu if n.free else n.cpu) / n.cpu for n in nodes]
-        std = float(np.std(util)) if len(util) > 1 else 0.0
-        tripped = False
-        with self._lock:
-            self.last_std = std
-            if std > threshold and decisions > 0 and self.remaining == 0:
-                self.remaining = decisions
-                self.trips += 1
-                tripped = True
-                log.warning("load skew %.3f over %.3f: next %d placements go round-robin", std, threshold, decisions)
-            on = self.remaining > 0
-        if tripped and self.on_trip is not None:
-            self.on_trip(std)
-        return on
-
-    def consume(self, n: int) -> None:
-        with self._lock:
-            self.remaining = max(0, self.remaining - n)
 
 
 @dataclass
@@ -192,18 +97,6 @@ class Planned:
     decision_latency_s: list[float]
     inference_s: list[float]
     route: Route | None = None
-
-
-def objective(cp: CompiledProblem, result: RunResult, weights: ObjectiveWeights) -> dict[str, Any]:
-    """The plan's objective (`dagsched.sim.objective`, against the lower bounds): its terms, their weighted sum."""
-    baseline = lower_bound_baseline(cp, SimConfig())
-    terms = objective_terms(cp, result.trace, SimConfig(), baseline, result.metrics)
-    return {
-        "weights": weights.model_dump(),
-        "terms": terms,
-        "value": weights.combine(terms),
-        "lower_bound_s": baseline.makespan_s,
-    }
 
 
 SCORE_KIND = "estimated finish time on the node in this plan's context, seconds (lower wins; HEFT's EFT)"
@@ -277,8 +170,7 @@ class Planner:
         if req.scheduler is None and self.router is not None:
             route = self.router(wf.name, config, arm)
         requested = route.scheduler if route is not None else (req.scheduler or config.default_scheduler)
-        if requested != "drl" and requested not in registered_names():
-            raise InputError("scheduler", f"unknown scheduler '{requested}'; known: {', '.join(registered_names())}")
+        scheduler_class(requested)  # an unknown name is refused, naming the field and the known ones
         cp, allowed, why, rejected_nodes = build_problem(
             wf, nodes if nodes is not None else req.nodes, config.compiled_rules, self.max_tasks, pins, avoid
         )
@@ -319,12 +211,12 @@ class Planner:
                 f"load skew {self.skew.last_std:.3f} over {config.skew.threshold:g}: placements go round-robin "
                 f"among feasible nodes ({self.skew.remaining} left)"
             )
-            used = "round_robin"
-            timed = Timed(make_scheduler("round_robin"))
+            used = SKEW_SCHEDULER
+            timed = Timed(make_scheduler(SKEW_SCHEDULER))
             result = self._run(cp, timed)
             self.skew.consume(cp.n_tasks)
             self.metrics.skew_round_robin.inc(cp.n_tasks)
-        elif requested == "drl":
+        elif needs_policy(requested):
             models = route.models if route is not None and route.models is not None else self.models
             breaker = route.breaker if route is not None and route.breaker is not None else self.breaker
             current = models.current
@@ -334,7 +226,8 @@ class Planner:
                 fallback_reason = "the learned policy's breaker is open (recent failures); HEFT serves until it closes"
             else:
                 model_version = current.version
-                timed = Timed(models.scheduler(), config.decision_deadline_ms / 1e3)
+                sched = make_scheduler(requested, service=True, policy=current.policy)
+                timed = Timed(sched, config.decision_deadline_ms / 1e3)
                 try:
                     result = self._run(cp, timed)
                     inference_s = timed.decide_s
@@ -344,19 +237,19 @@ class Planner:
                     if breaker.failure(config.breaker.failures, config.breaker.cooldown_s):
                         notes.append("the learned policy's breaker opened")
         else:
-            timed = Timed(make_scheduler(requested))
+            timed = Timed(make_scheduler(requested, service=True))
             try:
                 result = self._run(cp, timed)
             except Exception as err:  # noqa: BLE001
-                if requested == "heft":
+                if requested == FALLBACK_SCHEDULER:
                     raise
                 fallback_reason = f"{requested} failed: {type(err).__name__}: {err}"
         if result is None or fallback_reason is not None:
-            used = "heft"
+            used = FALLBACK_SCHEDULER
             label = fallback_reason.split(":")[0][:60] if fallback_reason else "unknown"
             self.metrics.fallbacks.labels(reason=label).inc()
-            log.warning("falling back to HEFT: %s", fallback_reason)
-            timed = Timed(make_scheduler("heft"))
+            log.warning("falling back to %s: %s", FALLBACK_SCHEDULER, fallback_reason)
+            timed = Timed(make_scheduler(FALLBACK_SCHEDULER))
             result = self._run(cp, timed)
             model_version = None
         self.metrics.breaker_open.set(1.0 if self.breaker.is_open() else 0.0)
@@ -426,7 +319,7 @@ class Planner:
             "requested_scheduler": requested,
             "workflow": wf.name,
             "model_version": chosen.model_version,
-            "objective": objective(cp, result, req.weights or config.reward_weights),
+            "objective": plan_objective(cp, result.trace, result.metrics, req.weights or config.reward_weights),
             "rejected_nodes": rejected_nodes,
             "notes": chosen.notes,
             "root_id": root_id or plan_id,
@@ -485,35 +378,16 @@ class Planner:
             if chosen.fallback_reason is not None:
                 m.arm_fallbacks.labels(arm=route.arm).inc()
 
-    def shadow(self, planned: Planned, shadow_name: str) -> dict[str, Any] | None:
-        """The shadow scheduler's plan of the same problem: its predicted makespan and cost beside the live ones."""
-        live = planned.response
-        if shadow_name == live["scheduler"]:
-            return None
-        result = self.plan_alone(planned.cp, shadow_name)
-        if result is None:
-            return None
-        return {
-            "plan_id": live["plan_id"],
-            "live": live["scheduler"],
-            "shadow": shadow_name,
-            "live_makespan": live["makespan"],
-            "live_cost": live["cost"],
-            "shadow_makespan": result.metrics.makespan,
-            "shadow_cost": result.metrics.cost,
-            "environment": self.environment,
-        }
-
     def plan_alone(self, cp: CompiledProblem, name: str, models: Any = None) -> RunResult | None:
         """Another scheduler's plan of a problem already built (a shadow's, a canary's other arm); None when it
         cannot plan it (it never affects the live answer)."""
-        if name == "drl":
+        if needs_policy(name):
             models = models or self.models
             if models.current is None:
                 return None
-            sched: Scheduler = models.scheduler()
+            sched = make_scheduler(name, service=True, policy=models.current.policy)
         else:
-            sched = make_scheduler(name)
+            sched = make_scheduler(name, service=True)
         try:
             return self._run(cp, sched)
         except Exception as err:  # noqa: BLE001  (a failing shadow never affects the live answer)

@@ -83,7 +83,8 @@ def build_problem(
         if n.free and (n.free.cpu > n.cpu + _EPS or n.free.mem > n.mem + _EPS or n.free.gpu > n.gpu):
             raise InputError(f"nodes[{i}].free", f"node '{n.id}' has more free than its total capacity")
     usable = [n for n in nodes if (n.free.cpu if n.free else n.cpu) > 0]
-    rejected_nodes = [{"node": n.id, "constraint": "no free cpu"} for n in nodes if n not in usable]
+    usable_ids = {n.id for n in usable}
+    rejected_nodes = [{"node": n.id, "constraint": "no free cpu"} for n in nodes if n.id not in usable_ids]
     if not usable:
         raise InputError("nodes", "no node has any free cpu: nothing can be planned")
     cluster = Cluster(

@@ -26,12 +26,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dagsched.service.calibration import Observation, node_class, task_name
+from dagsched.service.chain import fold
 
 FAULT_KINDS = ("duplicate", "out_of_order", "non_positive_duration", "outlier", "other_environment", "unreadable")
 RUN_FAULTS = frozenset({"duplicate", "out_of_order", "other_environment", "unreadable"})
 """Faults that keep a whole run out of estimates (the others drop one observation)."""
-OVERRUN_RATIO = 2.0
-"""A task over this many times its declared runtime counts as an overrun (the re-plan rule's threshold)."""
 
 
 @dataclass(frozen=True)
@@ -189,34 +188,12 @@ def rebuild(row: dict[str, Any], events: list[dict[str, Any]], outlier_bound: fl
             )
         latest = max(latest, e["at"])
 
-    running: dict[str, tuple[str, float]] = {}
-    finished: dict[str, tuple[str, float, float]] = {}
-    for e in sorted((e for e in events if e["id"] not in repeats), key=lambda e: (e["at"], e["id"])):
-        kind, task, node, at = e["kind"], e["task"], e["node"], float(e["at"])
-        if kind == "task_started":
-            run.started += 1
-            running[task] = (node or assignments.get(task, {}).get("node", ""), at)
-        elif kind == "task_finished":
-            if task not in running:
-                run.faults.append(
-                    Fault("out_of_order", run.root_id, task, f"task_finished at {at:g} s without a start")
-                )
-                continue
-            where, start = running.pop(task)
-            where = node or where
-            finished[task] = (where, start, at)
-        elif kind == "task_failed":
-            run.failed += int(running.pop(task, None) is not None)
-        elif kind == "task_overran":
-            run.overran += 1
-            if (e["payload"] or {}).get("migrate"):
-                running.pop(task, None)
-        elif kind == "node_down":
-            for t, (nd, _) in list(running.items()):
-                if nd == node:
-                    running.pop(t)
-                    run.failed += 1
-
+    ordered = sorted((e for e in events if e["id"] not in repeats), key=lambda e: (e["at"], e["id"]))
+    ran = fold(ordered, assignments)
+    run.started, run.failed, run.overran = ran.started, ran.failed, ran.overran
+    for task, at in ran.unstarted_finishes:
+        run.faults.append(Fault("out_of_order", run.root_id, task, f"task_finished at {at:g} s without a start"))
+    finished = ran.finished
     for task, (node, start, end) in finished.items():
         if task not in sk.tasks or node not in sk.nodes:
             continue
@@ -286,15 +263,17 @@ def read_runs(
 ) -> RunLog:
     """The newest `limit` executed runs planned at or after `since` (epoch seconds) in `environment` (None:
     every label), audited."""
-    rows = store.executed_roots(since, environment, limit)
-    by_root = store.events_of([r["id"] for r in rows])
+    rows = store.events.executed_roots(since, environment, limit)
+    by_root = store.events.of_chains([r["id"] for r in rows])
     runs = [rebuild(r, by_root[r["id"]], outlier_bound) for r in rows]
     if environment is not None:
-        mark_foreign(runs, store.foreign_replans([r.root_id for r in runs], environment))
+        mark_foreign(runs, store.events.foreign_replans([r.root_id for r in runs], environment))
     runs.sort(key=lambda r: (r.created_at, r.root_id))
     log = RunLog(runs, since, environment)
     if environment is not None:
-        log.other_environments = {k: v for k, v in store.executed_per_environment(since).items() if k != environment}
+        log.other_environments = {
+            k: v for k, v in store.events.executed_per_environment(since).items() if k != environment
+        }
     return log
 
 
@@ -316,18 +295,18 @@ class RunCache:
         with self._lock:
             if outlier_bound != self.outlier_bound:  # the audit changed: rebuild everything
                 self.runs, self.last_event, self.outlier_bound = {}, 0, outlier_bound
-            fresh = self.store.events_after(self.last_event, since)
+            fresh = self.store.events.after(self.last_event, since)
             if fresh:
                 self.last_event = fresh[-1][0]
                 roots = sorted({root for _, root in fresh})
                 rows = [
                     r
-                    for r in self.store.plans_by_ids(roots)
+                    for r in self.store.plans.by_ids(roots)
                     if r["id"] == r["root_id"] and r["environment"] == self.environment
                 ]
-                events = self.store.events_of([r["id"] for r in rows])
+                events = self.store.events.of_chains([r["id"] for r in rows])
                 rebuilt = [rebuild(row, events[row["id"]], outlier_bound) for row in rows]
-                mark_foreign(rebuilt, self.store.foreign_replans([r.root_id for r in rebuilt], self.environment))
+                mark_foreign(rebuilt, self.store.events.foreign_replans([r.root_id for r in rebuilt], self.environment))
                 self.runs.update((r.root_id, r) for r in rebuilt)
             for root in [k for k, r in self.runs.items() if r.created_at < since]:
                 del self.runs[root]

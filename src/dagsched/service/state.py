@@ -16,12 +16,11 @@ comparisons are rows in the store, shared, while their Prometheus gauges are per
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import threading
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 
@@ -30,10 +29,13 @@ from dagsched.service.calibration import Calibrator
 from dagsched.service.canary import CanaryController, with_id
 from dagsched.service.config import RuntimeConfig, config_from_stored, read_config, without_retired
 from dagsched.service.metrics import ServiceMetrics
-from dagsched.service.models import ModelManager
+from dagsched.service.models import LoadedModel, ModelManager
 from dagsched.service.online import OnlineFinetuner
 from dagsched.service.planner import Planner
+from dagsched.service.planning import Planning
 from dagsched.service.reality import calibration_reader
+from dagsched.service.refusals import check_bearer
+from dagsched.service.replanning import Replanning
 from dagsched.service.settings import Settings
 from dagsched.service.store import Store
 
@@ -51,25 +53,49 @@ class ServiceState:
         self.models = ModelManager(settings.model_dir, settings.max_upload_bytes)
         self.config = RuntimeConfig()
         self._config_lock = threading.Lock()
-        # One plan at a time per process: planning is CPU-bound Python (threads add no speed under the GIL),
-        # and plans interleaved on the threadpool each take longer; a learned policy's decisions then miss
-        # their deadline and fall back to HEFT. Run more processes (`serve --workers`) for throughput.
-        self.plan_lock = threading.Lock()
+        plan_lock = threading.Lock()  # one plan at a time per process (see `Planning.lock`)
         if settings.config_file is not None:
             self.config = with_id(read_config(settings.config_file))  # a bad file at start-up stops the start
         self.models.try_load_startup(settings.model_path)
         if self.models.current is not None:
             c = self.models.current
-            self.store.add_model_version(c.version, c.sha256, c.source, c.meta, c.loaded_at)
+            self.store.models.add_version(c.version, c.sha256, c.source, c.meta, c.loaded_at)
         else:
             log.warning("%s; /v1/schedule falls back to HEFT", self.models.error)
         self.calibrator = Calibrator(calibration_reader(self.store, settings.environment))
         self.planner = Planner(
             self.models, self.metrics, settings.environment, settings.max_tasks, calibrator=self.calibrator
         )
-        self.canary = CanaryController(self)
+        stores = (self.store.plans, self.store.events, self.store.models, self.store.runtime)
+        self.canary = CanaryController(
+            self.planner,
+            plan_lock,
+            stores,
+            self.metrics,
+            lambda: self.config,
+            self,
+            Path(settings.model_dir),
+            settings.max_upload_bytes,
+            settings.environment,
+        )
         self.planner.router = self.canary.route
-        self.online = OnlineFinetuner(self)
+        self.planning = Planning(
+            self.planner, self.store.plans, self.metrics, settings.max_nodes, plan_lock, self.canary.record
+        )
+        self.replanning = Replanning(
+            self.store.plans, self.store.events, self.planner, self.metrics, lambda: self.canary.evaluate()
+        )
+        self.online = OnlineFinetuner(
+            self.store.leases,
+            self.store.runtime,
+            self.metrics,
+            lambda: self.config,
+            lambda: self.models.current,
+            self.ship_model,
+            settings.store_url,
+            settings.environment,
+            Path(settings.model_dir),
+        )
         self.planner.skew.on_trip = lambda _std: self.online.request("skew")
         self.grpc_port: int | None = None  # where this process also serves gRPC (set when the server starts)
         self.revision = 0  # the `serving` revision this replica has applied
@@ -92,7 +118,7 @@ class ServiceState:
         c = self.models.current
         weights = Path(str(stem) + ".safetensors")
         if c is not None and weights.exists():
-            self.store.put_model_blob(c.sha256, c.version, weights.read_bytes(), c.meta)
+            self.store.models.put_blob(c.sha256, c.version, weights.read_bytes(), c.meta)
 
     def _startup_publish(self) -> None:
         """Publish this replica's model when the store serves none or another start-up's (a deploy), and its config
@@ -100,11 +126,11 @@ class ServiceState:
         c = self.models.current
         if c is not None:
             self._keep_files(self.settings.model_path)
-        live = self.store.serving_state()
+        live = self.store.runtime.serving_state()
         model = c.sha256 if c is not None and (live is None or live["model_source"] in (None, "startup")) else None
         config = self.config.model_dump(mode="json") if self.settings.config_file is not None else None
         if model is not None or config is not None:
-            self.store.publish(model, "startup", config)
+            self.store.runtime.publish(model, "startup", config)
         self.sync()
 
     def publish(self, model_source: str | None = None, config: bool = False) -> None:
@@ -113,13 +139,13 @@ class ServiceState:
         with self.changing:
             c = self.models.current
             sha = c.sha256 if model_source is not None and c is not None else None
-            self.store.publish(sha, model_source, self.config.model_dump(mode="json") if config else None)
+            self.store.runtime.publish(sha, model_source, self.config.model_dump(mode="json") if config else None)
             self.sync()
 
     def sync(self) -> bool:
         """Apply what the store serves, if its revision moved; True when something changed here."""
         with self.changing:
-            live = self.store.serving_state()
+            live = self.store.runtime.serving_state()
             if live is None or live["revision"] == self.revision:
                 return False
             changed = False
@@ -139,7 +165,7 @@ class ServiceState:
             return changed
 
     def _load_published(self, sha: str) -> bool:
-        blob = self.store.get_model_blob(sha)
+        blob = self.store.models.get_blob(sha)
         if blob is None:
             self.sync_error = f"published model {sha[:12]} is not in the store"
             log.error("sync: %s", self.sync_error)
@@ -158,7 +184,7 @@ class ServiceState:
             log.error("sync: %s", self.sync_error)
             return False
         self.sync_error = None
-        self.store.add_model_version(loaded.version, loaded.sha256, "store", loaded.meta, loaded.loaded_at)
+        self.store.models.add_version(loaded.version, loaded.sha256, "store", loaded.meta, loaded.loaded_at)
         self.metrics.model_swaps.labels(outcome="synced").inc()
         self.publish_model()
         log.info("sync: serving model %s from the store", loaded.version)
@@ -205,6 +231,19 @@ class ServiceState:
         log.info("SIGHUP: config re-read from %s (published to every replica)", path)
         return True
 
+    def apply_config(self, config: RuntimeConfig) -> None:
+        """Make `config` the live one here and publish it to every replica (a canary's step)."""
+        with self.changing:
+            self.set_config(config)
+            self.publish(config=True)
+
+    def serve_model(self, stem: Path, source: str) -> None:
+        """Serve the policy at `stem` here and publish it to every replica (a canary's completed release)."""
+        loaded = self.models.load_path(stem, source)
+        self.store.models.add_version(loaded.version, loaded.sha256, source, loaded.meta, loaded.loaded_at)
+        self.publish_model()
+        self.publish(model_source=source)
+
     def ping_store(self) -> str | None:
         """Ping the store, recording the answer (`dagsched_store_up`, `dagsched_store_seconds`): None when it
         answered, else what went wrong."""
@@ -217,14 +256,14 @@ class ServiceState:
         self.metrics.store_up.set(1)
         return None
 
-    def ship_model(self, weights: bytes, metadata: bytes, source: str) -> Any:
+    def ship_model(self, weights: bytes, metadata: bytes, source: str) -> LoadedModel:
         """Validate and swap in a policy's files (an upload, a fine-tune's winner), keep them in the store and
         publish them: every replica loads it. InputError (naming `weights` or `metadata`) leaves the model as it was."""
         with self.changing:
             loaded = self.models.upload(weights, metadata)
-            self.store.put_model_blob(loaded.sha256, loaded.version, weights, loaded.meta)
+            self.store.models.put_blob(loaded.sha256, loaded.version, weights, loaded.meta)
             self.publish(source)
-        self.store.add_model_version(loaded.version, loaded.sha256, source, loaded.meta, loaded.loaded_at)
+        self.store.models.add_version(loaded.version, loaded.sha256, source, loaded.meta, loaded.loaded_at)
         self.metrics.model_swaps.labels(outcome="swapped").inc()
         self.publish_model()
         return loaded
@@ -247,14 +286,8 @@ State = Annotated[ServiceState, Depends(get_state)]
 async def require_token(request: Request, state: State) -> None:
     """Mutating routes: `Authorization: Bearer <DAGSCHED_API_TOKEN>`; with no token configured they are refused."""
     token = state.settings.api_token
-    if token is None:
-        raise HTTPException(403, "mutating routes are disabled: set DAGSCHED_API_TOKEN on the server")
     header = request.headers.get("authorization", "")
-    scheme, _, given = header.partition(" ")
-    if scheme.lower() != "bearer" or not given:
-        raise HTTPException(401, "missing bearer token (Authorization: Bearer <token>)", {"WWW-Authenticate": "Bearer"})
-    if not hmac.compare_digest(given.strip().encode(), token.get_secret_value().encode()):
-        raise HTTPException(401, "wrong bearer token", {"WWW-Authenticate": "Bearer"})
+    check_bearer(token.get_secret_value() if token is not None else None, header, "Authorization")
 
 
 Authorized = Depends(require_token)

@@ -21,6 +21,7 @@ default baseline is HEFT's plan on predicted runtimes (`dagsched.rl.reward.compu
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -115,4 +116,17 @@ def objective_terms(
         "fragmentation": metrics.fragmentation * metrics.makespan / baseline.makespan_s,
         "load": load_std_integral_s(cp, trace) / baseline.makespan_s,
         "completion": float(workflow_outcomes(cp, trace).completion_s.mean()) / baseline.completion_s,
+    }
+
+
+def plan_objective(cp: CompiledProblem, trace: Trace, metrics: Metrics, weights: ObjectiveWeights) -> dict[str, Any]:
+    """A plan's objective in cloud mode on predictions, against the lower bounds: its weights, its terms, their
+    weighted sum, and the makespan's lower bound (what the service returns with each plan)."""
+    baseline = lower_bound_baseline(cp, SimConfig())
+    terms = objective_terms(cp, trace, SimConfig(), baseline, metrics)
+    return {
+        "weights": weights.model_dump(),
+        "terms": terms,
+        "value": weights.combine(terms),
+        "lower_bound_s": baseline.makespan_s,
     }

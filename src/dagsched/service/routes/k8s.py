@@ -50,9 +50,7 @@ async def k8s_prioritize(request: Request, state: State) -> JSONResponse:
     args: Any = None
     try:
         args = await _args(request)
-        task = k8s.pod_task(args.get("pod") if isinstance(args, dict) else None)
-        planned = state.store.planned_node(task["workflow"], task["id"])
-        result = k8s.prioritize(args, state.config.compiled_rules, planned, task)
+        result = k8s.prioritize_pod(args, state.config.compiled_rules, state.store.plans)
         state.metrics.count_k8s("prioritize", "ok")
         return JSONResponse(result)
     except Exception as err:  # noqa: BLE001

@@ -105,7 +105,7 @@ def rollback(state: State) -> dict[str, Any]:
         except LookupError as err:
             raise HTTPException(409, str(err)) from None
         state.publish("rollback")  # every replica serves the model rolled back to
-    state.store.add_model_version(loaded.version, loaded.sha256, "rollback", loaded.meta, loaded.loaded_at)
+    state.store.models.add_version(loaded.version, loaded.sha256, "rollback", loaded.meta, loaded.loaded_at)
     state.metrics.model_swaps.labels(outcome="rollback").inc()
     state.publish_model()
     return _info(state)

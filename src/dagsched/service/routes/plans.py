@@ -8,14 +8,15 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query
 
 from dagsched.io import workflow_from_dict
-from dagsched.service.schemas import ExplainResponse, PlanGraph, PlanList, ScheduleRequest
+from dagsched.service import explaining
+from dagsched.service.schemas import ExplainResponse, PlanGraph, PlanList
 from dagsched.service.state import State
 
 router = APIRouter(tags=["plans"])
 
 
 def _plan(state: State, plan_id: str) -> dict[str, Any]:
-    row = state.store.get_plan(plan_id)
+    row = state.store.plans.get(plan_id)
     if row is None:
         raise HTTPException(404, f"plan_id: no plan '{plan_id}'")
     return row
@@ -34,7 +35,7 @@ def list_plans(
     offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
 ) -> dict[str, Any]:
     """The newest plans, filtered (without their request and response: `GET /v1/plans/{id}` has those)."""
-    rows, total = state.store.list_plans(q, workflow, scheduler, fallback, limit, offset)
+    rows, total = state.store.plans.list(q, workflow, scheduler, fallback, limit, offset)
     plans = [
         {**{k: v for k, v in r.items() if k not in ("id", "input_digest", "fallback_reason")}, "plan_id": r["id"]}
         for r in rows
@@ -90,32 +91,7 @@ def explain(
     score and its probability among the tasks ready when it was placed, and with `?task=` the Integrated Gradients
     attributions of its score per feature and per DAG task (which inputs raised it). Computed on request only
     (seconds on a 1,000-task plan); /v1/schedule never computes it."""
-    from dagsched.explain.plan import explain_plan
-    from dagsched.service.problem import build_problem
-
-    row = _plan(state, plan_id)
-    request = row["request"]
-    why_not: str | None = None
-    if "replan_of" in request:
-        why_not = "a re-plan after an event: its decisions depend on the event's state, only its evidence is kept"
-    elif row["fallback"]:
-        why_not = f"the plan fell back to {row['scheduler']}: {row['fallback_reason']}"
-    current = state.models.current
-    if row["scheduler"] == "drl" and why_not is None and current is None:
-        why_not = state.models.error or "no learned policy is loaded"
-    req = ScheduleRequest.model_validate({k: v for k, v in request.items() if k in ScheduleRequest.model_fields})
-    cp, _, _, _ = build_problem(workflow_from_dict(req.workflow), req.nodes, state.config.compiled_rules, 10**9)
-    out = explain_plan(
-        cp,
-        row["response"]["assignments"],
-        row["scheduler"],
-        policy=current.policy if current is not None else None,
-        task=task,
-        model_version=current.version if current is not None else None,
-        why_no_policy=why_not,
-        replayer=lambda: state.models.scheduler(),  # drl's plans are replayed with the service's sampling
-    )
-    return {**out, "plan_id": plan_id, "model_version": row["model_version"]}
+    return explaining.explain(plan_id, task, state.store.plans, state.models, state.config)
 
 
 @router.get("/v1/decisions")
@@ -129,5 +105,5 @@ def list_decisions(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> dict[str, Any]:
     """The newest decisions (task -> node, scores, latency, model version, whether the plan fell back), filtered."""
-    rows = state.store.decisions(workflow, plan_id, limit, scheduler, model_version, fallback)
+    rows = state.store.plans.decisions(workflow, plan_id, limit, scheduler, model_version, fallback)
     return {"decisions": rows, "count": len(rows)}

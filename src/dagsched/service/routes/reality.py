@@ -80,7 +80,7 @@ def finetune_runs(
     """The online fine-tunes (on the interval `online_ft_interval`, on a load-skew trip, or asked for), newest
     first, each with its trigger, verdict (shipped, kept, too_few, failed), mean new/old makespan on the held-out
     logged problems, the version it shipped, and its report; and whether online fine-tuning is on."""
-    runs = state.store.finetune_runs(limit)
+    runs = state.store.runtime.finetune_runs(limit)
     return {"interval_s": state.config.online_ft_interval, "window_s": state.config.online_ft_window, "runs": runs}
 
 

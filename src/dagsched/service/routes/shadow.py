@@ -15,7 +15,7 @@ router = APIRouter(tags=["shadow"])
 @router.get("/v1/shadow/report")
 def shadow_report(state: State) -> dict[str, Any]:
     """Per (live, shadow) pair: plans, live wins / ties / losses on makespan, makespan and cost ratios."""
-    rows = state.store.shadow_rows()
+    rows = state.store.plans.shadow_rows()
     pairs: dict[tuple[str, str], list[dict]] = {}
     for r in rows:
         pairs.setdefault((r["live"], r["shadow"]), []).append(r)

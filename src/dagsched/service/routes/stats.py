@@ -28,7 +28,7 @@ def stats(state: State) -> dict[str, Any]:
     stored: int | None = None
     if store_status == "ok":
         try:
-            stored = state.store.count_plans()
+            stored = state.store.plans.count()
         except Exception as err:  # noqa: BLE001  (the overview reports the store, it does not fail with it)
             store_status = f"unreachable: {type(err).__name__}"
     current = state.models.current
@@ -55,7 +55,7 @@ def stats(state: State) -> dict[str, Any]:
 @router.get("/v1/schedulers")
 def schedulers(state: State) -> dict[str, Any]:
     """Every scheduler /v1/schedule accepts by name, and the default."""
-    return {"schedulers": sorted({*registered_names(), "drl"}), "default": state.config.default_scheduler}
+    return {"schedulers": registered_names(), "default": state.config.default_scheduler}
 
 
 @router.get("/v1/clusters")

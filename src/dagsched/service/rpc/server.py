@@ -1,9 +1,9 @@
 """The gRPC server: `dagsched.v1.Scheduler` (`dagsched.proto`) beside the HTTP API, in the same process.
 
-Every RPC goes through the code the HTTP route runs, on the same process state (the store, the planner and its
-lock, the runtime config, the canary and calibration): Schedule through `routes.schedule.plan_and_save` (then
-the shadow's and the canary's background work), Filter and Prioritize through `service.k8s`, Explain through
-the explain route, ReportEvent through the events route. Errors are the HTTP API's: a refused field is
+Every RPC calls the use case the HTTP route calls, on the same process state (the store, the planner and its
+lock, the runtime config, the canary and calibration): Schedule `service.planning` (then the shadow's and the
+canary's background work), Filter and Prioritize `service.k8s`, Explain `service.explaining`, ReportEvent
+`service.replanning`. Errors are the HTTP API's: a refused field is
 INVALID_ARGUMENT with `<field>: <fault>` as its details (the 422's `detail`), an unknown plan NOT_FOUND, an event
 out of order FAILED_PRECONDITION; ReportEvent, like POST /v1/events, needs `authorization: Bearer <token>` in the
 call's metadata (UNAUTHENTICATED without it, PERMISSION_DENIED when the server has no token). A malformed
@@ -21,21 +21,21 @@ over HTTP's with it, level without).
 from __future__ import annotations
 
 import functools
-import hmac
 import logging
 from collections.abc import Callable
 from concurrent import futures
 from typing import Any
 
 import grpc
-from fastapi import HTTPException
 from google.protobuf import json_format
 
 from dagsched.model.errors import InputError, parse
-from dagsched.service import k8s
+from dagsched.service import explaining, k8s
+from dagsched.service.refusals import Refused, check_bearer
 from dagsched.service.rpc import dagsched_pb2 as pb
 from dagsched.service.rpc import dagsched_pb2_grpc as pb_grpc
-from dagsched.service.schemas import EventRequest, ScheduleRequest
+from dagsched.service.schemas import EventRequest, ExplainResponse, ScheduleRequest
+from dagsched.service.state import ServiceState
 
 log = logging.getLogger("dagsched.service")
 
@@ -65,8 +65,8 @@ def _handler(method: Callable[..., Any]) -> Callable[..., Any]:
             code, details = grpc.StatusCode.INVALID_ARGUMENT, str(err) if err.field else err.fault
         except k8s.ExtenderInputError as err:
             code, details = grpc.StatusCode.INVALID_ARGUMENT, str(err)
-        except HTTPException as err:
-            code, details = _HTTP_CODES.get(err.status_code, grpc.StatusCode.UNKNOWN), str(err.detail)
+        except Refused as err:
+            code, details = _HTTP_CODES.get(err.status, grpc.StatusCode.UNKNOWN), str(err)
         except Exception as err:  # noqa: BLE001  (as the HTTP API's 500: said, logged, never a crash)
             log.exception("gRPC %s failed", name)
             code, details = grpc.StatusCode.INTERNAL, f"internal error: {type(err).__name__}: {err}"
@@ -188,14 +188,12 @@ def plan_message(r: dict[str, Any]) -> pb.Plan:
 class SchedulerService(pb_grpc.SchedulerServicer):
     """The RPCs, on one service process's state."""
 
-    def __init__(self, state: Any) -> None:
+    def __init__(self, state: ServiceState) -> None:
         self.state = state
         self.background = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="dagsched-grpc-after")
 
     @_handler
     def Schedule(self, request: pb.ScheduleRequest, context: grpc.aio.ServicerContext) -> pb.Plan:  # noqa: N802
-        from dagsched.service.routes.schedule import after_plan, plan_and_save
-
         data: dict[str, Any] = {"workflow": _workflow(request), "nodes": [_node(n) for n in request.nodes]}
         if request.scheduler:
             data["scheduler"] = request.scheduler
@@ -205,8 +203,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             )
         body = parse(ScheduleRequest, data)
         config = self.state.config
-        planned, _ = plan_and_save(self.state, body, config)
-        for task in after_plan(self.state, planned, config):
+        planned, _ = self.state.planning.plan(body, config)
+        for task in self.state.planning.after(planned, config):
             self.background.submit(task)
         return plan_message(planned.response)
 
@@ -240,9 +238,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     def Prioritize(self, request: pb.ExtenderArgs, context: grpc.aio.ServicerContext) -> pb.HostPriorityList:  # noqa: N802
         args = self._extender_args(request)
         try:
-            task = k8s.pod_task(args["pod"])
-            planned = self.state.store.planned_node(task["workflow"], task["id"])
-            result = k8s.prioritize(args, self.state.config.compiled_rules, planned, task)
+            result = k8s.prioritize_pod(args, self.state.config.compiled_rules, self.state.store.plans)
         except Exception:
             self.state.metrics.count_k8s("prioritize", "error")
             raise
@@ -251,12 +247,11 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     @_handler
     def Explain(self, request: pb.ExplainRequest, context: grpc.aio.ServicerContext) -> pb.Explanation:  # noqa: N802
-        from dagsched.service.routes.plans import explain
-        from dagsched.service.schemas import ExplainResponse
-
         if not request.plan_id:
             raise InputError("plan_id", "required")
-        out = explain(request.plan_id, self.state, request.task if request.HasField("task") else None)
+        task = request.task if request.HasField("task") else None
+        state = self.state
+        out = explaining.explain(request.plan_id, task, state.store.plans, state.models, state.config)
         data = ExplainResponse.model_validate(out).model_dump(mode="json")  # as the HTTP route answers it
         msg = pb.Explanation(plan_id=request.plan_id, scheduler=data["scheduler"])
         msg.explanation.update(data)
@@ -274,14 +269,12 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     @_handler
     def ReportEvent(self, request: pb.Event, context: grpc.aio.ServicerContext) -> pb.EventReply:  # noqa: N802
-        from dagsched.service.routes.events import post_event
-
         self._authorize(context)
         data: dict[str, Any] = {"plan_id": request.plan_id, "kind": request.kind, "at": request.at}
         for key in ("task", "node", "elapsed_s"):
             if request.HasField(key):
                 data[key] = getattr(request, key)
-        out = post_event(parse(EventRequest, data), self.state)
+        out = self.state.replanning.apply(parse(EventRequest, data), self.state.config)
         msg = pb.EventReply(
             plan_id=out["plan_id"],
             root_id=out["root_id"],
@@ -295,20 +288,14 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     def _authorize(self, context: grpc.aio.ServicerContext) -> None:
         """The HTTP API's bearer token, from the call's `authorization` metadata."""
         token = self.state.settings.api_token
-        if token is None:
-            raise HTTPException(403, "mutating calls are disabled: set DAGSCHED_API_TOKEN on the server")
-        header = dict(context.invocation_metadata()).get("authorization", "")
-        scheme, _, given = str(header).partition(" ")
-        if scheme.lower() != "bearer" or not given:
-            raise HTTPException(401, "missing bearer token (metadata authorization: Bearer <token>)")
-        if not hmac.compare_digest(given.strip().encode(), token.get_secret_value().encode()):
-            raise HTTPException(401, "wrong bearer token")
+        header = str(dict(context.invocation_metadata()).get("authorization", ""))
+        check_bearer(token.get_secret_value() if token is not None else None, header, "metadata authorization")
 
 
 class Server:
     """The gRPC server of one process, on an event loop of its own thread."""
 
-    def __init__(self, state: Any, host: str, port: int) -> None:
+    def __init__(self, state: ServiceState, host: str, port: int) -> None:
         import asyncio
         import threading
 
@@ -352,6 +339,6 @@ class Server:
         self.thread.join(timeout=10)
 
 
-def start(state: Any, host: str, port: int) -> Server:
+def start(state: ServiceState, host: str, port: int) -> Server:
     """Serve the RPCs on host:port (0: a free port; `server.port` says which) for one process's state."""
     return Server(state, host, port)

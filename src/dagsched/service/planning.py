@@ -1,0 +1,97 @@
+"""Plan a workflow and record it: what `POST /v1/schedule` and gRPC `Schedule` do.
+
+The plan is made by the process's planner (one at a time: `lock`), its response encoded once as the schema checks
+it and stored with that same text, with one row per decision. What runs after the answer is sent: the shadow
+scheduler's plan of the same problem, and the canary's other arm.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from functools import partial
+
+from pydantic import TypeAdapter
+
+from dagsched.model.errors import InputError
+from dagsched.service.config import RuntimeConfig
+from dagsched.service.metrics import ServiceMetrics
+from dagsched.service.planner import Planned, Planner
+from dagsched.service.schemas import PlanResponse, ScheduleRequest
+from dagsched.service.store import EncodedJSON
+from dagsched.service.store.plans import Plans
+
+_PLAN = TypeAdapter(PlanResponse)
+
+
+class Planning:
+    """Plans and their records, for one process."""
+
+    def __init__(
+        self,
+        planner: Planner,
+        plans: Plans,
+        metrics: ServiceMetrics,
+        max_nodes: int,
+        lock: threading.Lock,
+        record_canary: Callable[[Planned, RuntimeConfig], None],
+    ) -> None:
+        self.planner = planner
+        self.plans = plans
+        self.metrics = metrics
+        self.max_nodes = max_nodes
+        self.record_canary = record_canary
+        self.lock = lock
+        """One plan at a time per process: planning is CPU-bound Python (threads add no speed under the GIL), and
+        plans interleaved on the threadpool each take longer; a learned policy's decisions then miss their deadline
+        and fall back to HEFT. Run more processes (`serve --workers`) for throughput."""
+
+    def plan(self, body: ScheduleRequest, config: RuntimeConfig) -> tuple[Planned, bytes]:
+        """Plan, encode the response once (as the schema checks it), store the plan with that same text."""
+        if len(body.nodes) > self.max_nodes:
+            raise InputError("nodes", f"{len(body.nodes)} nodes is over this service's limit of {self.max_nodes}")
+        with self.lock:
+            planned = self.planner.plan(body, config)
+        content = _PLAN.dump_json(_PLAN.validate_python(planned.response))
+        with self.metrics.store_save_plan.time():
+            self.plans.save({**planned.plan_row, "response": EncodedJSON(content.decode())}, planned.decision_rows)
+        return planned, content
+
+    def after(self, planned: Planned, config: RuntimeConfig) -> list[Callable[[], None]]:
+        """What runs after the answer is sent: the shadow's plan, and the canary's other arm."""
+        tasks: list[Callable[[], None]] = []
+        if config.shadow:
+            tasks.append(partial(self.shadow, planned, config.shadow))
+        if planned.route is not None:  # a canary runs: the other arm plans the same problem, for the comparison
+            tasks.append(partial(self.record_canary, planned, config))
+        return tasks
+
+    def shadow(self, planned: Planned, name: str) -> None:
+        """The shadow scheduler's plan of the same problem: its predicted makespan and cost stored beside the live
+        ones, and counted."""
+        live = planned.response
+        if name == live["scheduler"]:
+            return
+        with self.lock:  # not beside a live plan
+            result = self.planner.plan_alone(planned.cp, name)
+        if result is None:
+            return
+        row = {
+            "plan_id": live["plan_id"],
+            "live": live["scheduler"],
+            "shadow": name,
+            "live_makespan": live["makespan"],
+            "live_cost": live["cost"],
+            "shadow_makespan": result.metrics.makespan,
+            "shadow_cost": result.metrics.cost,
+            "environment": self.planner.environment,
+        }
+        self.plans.add_shadow(row)
+        m = self.metrics
+        live_wins = row["live_makespan"] < row["shadow_makespan"] - 1e-9
+        tie = abs(row["live_makespan"] - row["shadow_makespan"]) <= 1e-9
+        m.shadow_plans.labels(winner="tie" if tie else ("live" if live_wins else "shadow")).inc()
+        if row["shadow_makespan"] > 0:
+            m.shadow_makespan_ratio.set(row["live_makespan"] / row["shadow_makespan"])
+        if row["shadow_cost"] > 0:
+            m.shadow_cost_ratio.set(row["live_cost"] / row["shadow_cost"])
