@@ -25,7 +25,7 @@ serve: $(STAMP)
 	mkdir -p results
 	export DAGSCHED_API_TOKEN=$${DAGSCHED_API_TOKEN:-dev-token}; \
 	  $(VENV)/bin/dagsched serve --host 127.0.0.1 --port $(PORT) \
-	  --grpc-port $(GRPC_PORT) --store sqlite:///results/service.sqlite --report-dir docs/results/standard & pid=$$!; \
+	  --grpc-port $(GRPC_PORT) --store sqlite:///results/service.sqlite --report-dir docs/results/standard-hetero-16 & pid=$$!; \
 	  trap "kill $$pid" EXIT INT TERM; \
 	  $(PY) -m dagsched.service.demo --url http://127.0.0.1:$(PORT) --count 40; wait $$pid
 

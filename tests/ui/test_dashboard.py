@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 TOKEN = "ui-test-token"
 SCREENSHOTS = os.environ.get("DAGSCHED_SCREENSHOTS") == "1"
-REPORT_DIR = REPO / "docs" / "results" / "standard"  # a benchmark report with figures, committed
+REPORT_DIR = REPO / "docs" / "results" / "standard-hetero-16"  # a benchmark report with figures, committed
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="apt-get install chromium (deploy/ci-tools.sh)")
 

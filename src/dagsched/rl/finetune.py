@@ -1,10 +1,10 @@
 """Fine-tuning a serving model on logged problems, and judging it against the model it started from.
 
 `FinetuneConfig` is the one description of a fine-tune (`dagsched finetune`'s options are generated from it):
-what to read, how to train, when the result is good enough to ship. The training itself is a function of the
-problems and the current priority policy of `drl`: a few passes of its own POMO updates (`priority_passes`);
-`evaluate` plans every held-out problem with old and new in the one simulator, as the service plans;
-`verdict` says whether new won by the margin. Reading the logs, building the problems and shipping are the
+what to read, how to train, when the result is good enough to ship. The training itself is the priority policy's
+own trainer (`rl.priority_train.finetune`: a few passes of its POMO updates over the problems); `evaluate` plans
+every held-out problem with old and new in the one simulator, as the service plans; `verdict` says whether new
+won by the margin. Reading the logs, building the problems and shipping are the
 service's (`dagsched.service.finetune`).
 """
 
@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from dagsched.model.compiled import CompiledProblem
-    from dagsched.sim.decision import Scheduler
 
 
 @dataclass(frozen=True)
@@ -123,31 +121,7 @@ class HeldOutResult:
         return self.new_makespan / max(self.old_makespan, 1e-12)
 
 
-# ---- the priority policy: how it is trained, planned with and saved ---------------------------------------------
-
-
-def priority_passes(problems: list[LoggedProblem], policy: Any, cfg: FinetuneConfig) -> tuple[Any, dict[str, float]]:
-    """A copy of the priority policy of `drl` after `cfg.rounds x cfg.epochs` passes of its own trainer's updates
-    (`rl.priority_train.finetune`: POMO on the Plackett-Luce likelihood of K = 16 sampled orders per problem, the
-    anchor keeping it near where it starts) over the logged problems, at the small learning rate `cfg.lr`; and the
-    last pass's mean statistics."""
-    from dagsched.rl.priority_train import finetune
-
-    return finetune(policy, [p.cp for p in problems], cfg.rounds * cfg.epochs, cfg.lr, cfg.seed)
-
-
-def service_scheduler(policy: Any) -> Scheduler:
-    """The scheduler planning with `policy` as the service plans with it (the service's sampling settings)."""
-    from dagsched.schedulers.priority_sampling import SERVICE_SAMPLING, PrioritySampling
-
-    return PrioritySampling(policy=policy, **SERVICE_SAMPLING)
-
-
-def save_policy_files(policy: Any, stem: Path) -> Path:
-    """Write the policy's safetensors and metadata at `stem`; return the metadata file."""
-    from dagsched.policy.priority_net import save_priority_policy
-
-    return save_priority_policy(policy, stem)[1]
+# ---- the fine-tune's lineage ------------------------------------------------------------------------------
 
 
 def algorithm(cfg: FinetuneConfig) -> str:
@@ -163,11 +137,12 @@ def algorithm(cfg: FinetuneConfig) -> str:
 
 def evaluate(old: Any, new: Any, problems: list[LoggedProblem]) -> list[HeldOutResult]:
     """Each model's makespan on each problem in the one simulator, planned as the service plans with it
-    (`service_scheduler`: the priority policy with the service's sampling)."""
+    (`drl`'s priority sampling with the service's settings, `SERVICE_SAMPLING`)."""
     from dagsched.schedulers import simulate
+    from dagsched.schedulers.priority_sampling import SERVICE_SAMPLING, PrioritySampling
 
     def makespan(model: Any, cp: CompiledProblem) -> float:
-        result = simulate(cp, service_scheduler(model), validate=True)
+        result = simulate(cp, PrioritySampling(policy=model, **SERVICE_SAMPLING), validate=True)
         return result.metrics.makespan if result.valid else math.inf
 
     return [

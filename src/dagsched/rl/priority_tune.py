@@ -4,7 +4,7 @@ Searched: the method (pomo, slim), learning rate, K (samples per problem), entro
 runs of `PriorityTrainConfig` (the curriculum up to 300 tasks); each run reports its validation (best of K
 samples over HEFT on problems drawn from the training distribution) every `eval_every` iterations, and ASHA
 stops the worse half at each rung. One trial at a time on one CPU (the machine is shared). Prints the
-table docs/planner.md quotes and writes it as JSON:
+table of every trial (docs/policy.md, "What was tried and did not win", sums it up) and writes it as JSON:
 
     python -m dagsched.rl.priority_tune --trials 14 --iterations 1200 --eval-every 150 --cpu-budget-s 300 \
         --out docs/results/priority-tune.json
@@ -110,7 +110,7 @@ def main() -> None:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    """The trials as the markdown table docs/planner.md quotes."""
+    """The trials as a markdown table, one row per trial."""
     out = [
         "| method | advantage | lr | K | entropy | width | validations | iterations | sampled / HEFT "
         "| sampled / untrained | greedy / HEFT | CPU s |",

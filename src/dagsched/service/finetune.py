@@ -19,7 +19,7 @@ What runs, in order (the training itself lives in `dagsched.rl.finetune`; this m
    really runs.
 2. split: a plan is held out when sha256(plan id) falls under `--holdout`: the same logs give the
    same split, and a plan never moves between sides as logs grow.
-3. fine-tune: the priority policy's own trainer (`rl.finetune.priority_passes`: a few passes of POMO),
+3. fine-tune: the priority policy's own trainer (`rl.priority_train.finetune`: a few passes of POMO),
    on the training problems, from the current model (default: the service's default,
    the shipped drl-v3).
 4. evaluate: old and new, each planning as the service plans with it, on the held-out problems in the
@@ -52,8 +52,6 @@ from dagsched.rl.finetune import (
     LoggedProblem,
     algorithm,
     evaluate,
-    priority_passes,
-    save_policy_files,
     verdict,
 )
 
@@ -258,7 +256,9 @@ def policy_version(stem: Path) -> str:
 
 def save_finetuned(model: Any, stem: Path, version: str, lineage: dict[str, Any]) -> Path:
     """`<stem>.safetensors` + `<stem>.json`, the metadata carrying the version and where it came from."""
-    meta_path = save_policy_files(model, stem)
+    from dagsched.policy.priority_net import save_priority_policy
+
+    meta_path = save_priority_policy(model, stem)[1]
     meta = json.loads(meta_path.read_text())
     meta["version"] = version
     meta["finetune"] = lineage
@@ -300,6 +300,7 @@ def run(
     to `http`, else stays in `out` (default `cfg.out`). `judge` is injectable for tests."""
     from dagsched.policy.files import PolicyFileError
     from dagsched.policy.priority_net import load_priority_policy
+    from dagsched.rl.priority_train import finetune
     from dagsched.service.settings import DEFAULT_MODEL
 
     out = Path(cfg.out) if out is None else out
@@ -326,7 +327,7 @@ def run(
             raise InputError("--model", str(err)) from None
         parent = policy_version(stem)
 
-    new, outcome.train_stats = priority_passes(train, old, cfg)
+    new, outcome.train_stats = finetune(old, [p.cp for p in train], cfg.rounds * cfg.epochs, cfg.lr, cfg.seed)
     outcome.results = judge(old, new, held)
     outcome.mean_ratio, wins = verdict(outcome.results, cfg.margin)
     if not wins:
