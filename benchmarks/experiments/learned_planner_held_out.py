@@ -26,6 +26,8 @@ forward pass's p50/p99, one decode, a whole plan at 1,000 tasks x 100 nodes, bes
     .venv/bin/python benchmarks/experiments/learned_planner_held_out.py --sets literature,ours,cloud --seeds 10 --k 64
     .venv/bin/python benchmarks/experiments/learned_planner_held_out.py --sets literature,ours --seeds 5 \
         --first-seed 101 --policy STEM
+    .venv/bin/python benchmarks/experiments/learned_planner_held_out.py --sets literature,ours --seeds 10 \
+        --schedulers greedy,learned@64,rank_u@64 --policy STEM          # the learned parts alone
     .venv/bin/python benchmarks/experiments/learned_planner_held_out.py --speed
     .venv/bin/python benchmarks/experiments/learned_planner_held_out.py --curve --seeds 10 [--per-seed 4]
 """
@@ -358,6 +360,12 @@ def main() -> None:
     ap.add_argument("--speed", action="store_true")
     ap.add_argument("--curve", action="store_true")
     ap.add_argument("--per-seed", type=int, default=4, help="--curve: problems per seed")
+    ap.add_argument(
+        "--schedulers",
+        default="",
+        help="comma-separated subset to run (heft, cpop and peft always run; default: all; e.g. greedy,learned@64,"
+        "rank_u@64)",
+    )
     args = ap.parse_args()
     if args.speed:
         speed(args.policy)
@@ -366,13 +374,23 @@ def main() -> None:
         curve(args.seeds, args.first_seed, args.policy, args.per_seed)
         return
     make = makers(args.policy, args.k)
+    if args.schedulers:
+        wanted = set(CLASSIC) | set(args.schedulers.split(","))
+        unknown = sorted(wanted - set(make))
+        if unknown:
+            ap.error(f"--schedulers: unknown {', '.join(unknown)} (known: {', '.join(make)})")
+        make = {n: m for n, m in make.items() if n in wanted}
     names = list(make)
     k = args.k
     pairs = [
-        (f"learned@{k}", f"rank_u@{k}"),
-        (f"learned@{k}", f"random@{k}"),
-        ("greedy", "heft"),
-        ("drl", "heft"),
+        (a, b)
+        for a, b in (
+            (f"learned@{k}", f"rank_u@{k}"),
+            (f"learned@{k}", f"random@{k}"),
+            ("greedy", "heft"),
+            ("drl", "heft"),
+        )
+        if a in make and b in make
     ]
     if "cloud" in args.sets:
         cloud_pairs = [p for p in pairs if not any(_cloud_skips(n) for n in p)]

@@ -17,6 +17,22 @@ def _run(cfg: Any) -> None:
     console = Console()
     _, record = train(cfg)
     training = record["training"]
+    if cfg.method == "expert":
+        rows = training["history"]
+        console.print(
+            f"{cfg.name}: {training['rounds_run']} expert rounds in {training['cpu_s']:.0f} CPU s "
+            f"({training['labels_computed']} problems labelled, {training['labels_cached']} from the cache); "
+            f"selected round {training['selected_round']}"
+        )
+        for row in rows:
+            console.print(
+                f"  round {row['round']}: validation greedy {row['val_greedy_vs_heft']:.4f} x HEFT, sampled "
+                f"{row['val_sampled_vs_heft']:.4f}, sampled / untrained sampling {row['val_sampled_vs_untrained']:.4f}"
+                + (f"; teacher {row['teacher_vs_heft']:.4f} x HEFT" if "teacher_vs_heft" in row else "")
+            )
+        if cfg.model_out:
+            console.print(f"model: {cfg.model_out}.safetensors (+ .json)")
+        return
     last = next((h for h in reversed(training["history"]) if "val_sampled_vs_heft" in h), {})
     console.print(
         f"{cfg.name}: {training['iterations_run']} iterations in {training['cpu_s']:.0f} CPU s; selected iteration "

@@ -12,8 +12,9 @@ class PriorityTrainConfig:
 
     seed: int = 1
     """seed of everything drawn (problems, noise, the network's initialisation)"""
-    method: Literal["pomo", "slim"] = "pomo"
-    """pomo: policy gradient, the K samples' mean as baseline; slim: self-imitation of the best sample"""
+    method: Literal["pomo", "slim", "expert"] = "pomo"
+    """pomo: policy gradient, the K samples' mean as baseline; slim: self-imitation of the best sample; expert: expert
+    iteration, the Plackett-Luce likelihood of a large-budget sampler's best orders (`rl.priority_expert`)"""
     iterations: int = 1500
     """updates (each over `batch` problems)"""
     cpu_budget_s: float = 3600.0
@@ -66,14 +67,50 @@ class PriorityTrainConfig:
     """run name, and the model's version"""
     model_out: str = ""
     """path stem to write the selected model to (.safetensors + .json); empty: only the run folder"""
+    expert_rounds: int = 3
+    """expert: teacher-then-student rounds (the teacher of each round after the first samples around the scores
+    the previous round trained)"""
+    expert_problems: int = 64
+    """expert: training problems, drawn once from the curriculum's largest stage (min_tasks to the last of stages)"""
+    teacher_samples: int = 1024
+    """expert: the teacher's Gumbel samples per problem and round"""
+    teacher_rounds: int = 8
+    """expert: the teacher's cross-entropy rounds (its samples in equal rounds, each re-centred on the best orders
+    of the one before)"""
+    teacher_elite: float = 0.1
+    """expert: the share of a teacher round's orders its next round is re-centred on"""
+    teacher_keep: int = 4
+    """expert: the best distinct orders kept as a problem's labels (over every round's teacher)"""
+    epochs: int = 20
+    """expert: passes over the labelled problems per round (in batches of `batch`)"""
+    label_cache: str = ""
+    """expert: folder of the teacher's labels (one safetensors file per problem, teacher settings and centre, so
+    a run resumes without labelling again); empty: <out_dir>/labels"""
 
     def __post_init__(self) -> None:
-        positive = ("iterations", "batch", "samples", "hidden", "layers", "eval_every", "eval_problems", "min_tasks")
+        positive = (
+            "iterations",
+            "batch",
+            "samples",
+            "hidden",
+            "layers",
+            "eval_every",
+            "eval_problems",
+            "min_tasks",
+            "expert_rounds",
+            "expert_problems",
+            "teacher_samples",
+            "teacher_rounds",
+            "teacher_keep",
+            "epochs",
+        )
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.method == "pomo" and self.samples < 2:
             raise ValueError("pomo needs samples >= 2 (the baseline is their mean)")
+        if not 0 < self.teacher_elite <= 1:
+            raise ValueError(f"teacher_elite must be in (0, 1], got {self.teacher_elite}")
         if not self.stages or any(s < self.min_tasks for s in self.stages):
             raise ValueError(f"stages must be >= min_tasks ({self.min_tasks}), got {self.stages}")
         for name in ("ccr", "heterogeneity", "nodes"):

@@ -16,7 +16,7 @@ greedily and with K samples, beside rank_u with the same noise (the untrained ab
 best sampled validation makespan is kept (a greedy plan longer than HEFT's counted against it). Scalars go
 to TensorBoard (`<out_dir>/<name>/tb`) and into the model's JSON. One command and a seed reproduce a run:
 `dagsched train-priority --seed 1 ...` (see `PriorityTrainConfig`); torch and numpy draw only from that seed, on
-one thread.
+one thread. `--method expert` runs expert iteration instead (`rl.priority_expert`).
 """
 
 from __future__ import annotations
@@ -122,8 +122,10 @@ def problem_loss(
     if cfg.method == "pomo":
         unit = p.heft_span if cfg.advantage == "heft" else float(out.spans.std())
         loss = pomo_loss(logp, out.spans, unit, n_steps)
-    else:
+    elif cfg.method == "slim":
         loss = slim_loss(logp, out.spans, n_steps)
+    else:
+        raise ValueError(f"method {cfg.method!r} has no per-sample loss (expert iteration: rl.priority_expert)")
     loss = loss - cfg.entropy * ent.mean() + cfg.anchor * learned.pow(2).mean()
     stats = {
         "entropy": float(ent.mean().detach()),
@@ -165,6 +167,10 @@ def cpu_seconds() -> float:
 def train(cfg: PriorityTrainConfig, report: Any = None) -> tuple[PriorityPolicy, dict[str, Any]]:
     """Train from `cfg`; returns the selected policy and its training record. `report(metrics)` (optional) is
     called after each validation (Ray Tune's hook)."""
+    if cfg.method == "expert":
+        from dagsched.rl.priority_expert import train_expert
+
+        return train_expert(cfg, report)
     from torch.utils.tensorboard import SummaryWriter
 
     torch.set_num_threads(1)

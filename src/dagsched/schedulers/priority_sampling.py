@@ -74,6 +74,34 @@ def plackett_luce_gradient(
     return np.asarray(grad / k, dtype=np.float64)
 
 
+def sample_rounds(
+    inputs: listsched.DecodeInputs,
+    score: FloatArray,
+    k: int,
+    rounds: int,
+    elite: float,
+    step: float,
+    rng: np.random.Generator,
+) -> list[listsched.Decoded]:
+    """K decodes of `score` plus Gumbel noise, drawn in `rounds` rounds of equal size (a round of no sample is
+    skipped); after each round but the last the scores take one cross-entropy step of size `step` towards the
+    round's best `elite` share of orders (the gradient of their Plackett-Luce log-likelihood), so the later rounds
+    sample around what worked. Returns each round's decodes."""
+    out: list[listsched.Decoded] = []
+    done = 0
+    for r in range(rounds):
+        size = (k - done) // (rounds - r)
+        if size <= 0:
+            continue
+        sampled = listsched.decode_many(inputs, score + rng.gumbel(size=(size, len(score))))
+        out.append(sampled)
+        done += size
+        if r + 1 < rounds:  # the cross-entropy step: the scores towards this round's best orders
+            top = np.argsort(sampled.spans, kind="stable")[: max(1, int(elite * size))]
+            score = score + step * plackett_luce_gradient(score, sampled.orders[top], sampled.ready_steps[top])
+    return out
+
+
 def samples_for(n_tasks: int, n_nodes: int, budget_s: float, max_samples: int) -> int:
     """K: the Gumbel samples that fit `budget_s` at `DECODE_COST_S`, at most `max_samples`."""
     a, b, c = DECODE_COST_S
@@ -174,28 +202,19 @@ class PrioritySampling(StaticPlanner):
 
     def plan_tasks(self, dp: DecisionPoint, tasks: list[int], lines: list[NodeTimeline], state: PlanState) -> None:
         inputs = self.decode_inputs(dp, tasks, lines, state)
-        n = self.cp.n_tasks
         k = self.n_samples(len(tasks))
         rounds = max(1, min(self.rounds, k // 32))  # adapting needs samples enough for an elite
         names = ["heft", "peft_order", "cpop_order", "greedy"] if self.seeds else ["greedy"]
         fixed = [self.inputs.rank_u, self.inputs.rank_oct, self.rank_cpop, self.score] if self.seeds else [self.score]
         out = listsched.decode_many(inputs, np.vstack(fixed))
         spans, best, best_row = list(out.spans), out, out.best
-        score = self.score
         done = 0
-        for r in range(rounds):
-            size = (k - done) // (rounds - r)
-            if size <= 0:
-                continue
-            sampled = listsched.decode_many(inputs, score + self.rng.gumbel(size=(size, n)))
-            names += [f"sample {done + i}" for i in range(size)]
+        for sampled in sample_rounds(inputs, self.score, k, rounds, self.elite, self.step, self.rng):
+            names += [f"sample {done + i}" for i in range(len(sampled.spans))]
             spans += list(sampled.spans)
-            done += size
+            done += len(sampled.spans)
             if sampled.spans[sampled.best] < best.spans[best_row]:
                 best, best_row = sampled, sampled.best
-            if r + 1 < rounds:  # the cross-entropy step: the scores towards this round's best orders
-                top = np.argsort(sampled.spans, kind="stable")[: max(1, int(self.elite * size))]
-                score = score + self.step * plackett_luce_gradient(score, sampled.orders[top], sampled.ready_steps[top])
         if self.seeds:
             assert self.cpop is not None
             extra = (
