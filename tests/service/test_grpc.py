@@ -125,6 +125,20 @@ def test_an_extender_request_that_is_no_quantity_is_invalid_argument_naming_cont
         assert http.post("/v1/k8s/filter", json=ext).json()["error"] == err.details()
 
 
+@pytest.mark.parametrize("method", ["Schedule", "Filter", "Prioritize", "Explain", "Health", "ReportEvent"])
+def test_bytes_that_do_not_decode_are_invalid_argument(both: tuple[TestClient, Client], method: str) -> None:
+    """A request whose bytes are no protobuf message (sent on a raw channel) is INVALID_ARGUMENT saying so, and is
+    counted by its code; never UNKNOWN."""
+    http, rpc = both
+    raw = rpc.channel.unary_unary(f"/dagsched.v1.Scheduler/{method}")
+    for garbage in (b"\xff\xff\xff\xff", b"\x0a\xff\xff\xff\xff\x0f"):
+        err = _error(lambda g=garbage: raw(g, metadata=(("authorization", f"Bearer {TOKEN}"),)))
+        assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, (err.code(), err.details())
+        assert err.details().startswith("body: not a valid dagsched.v1."), err.details()
+    metrics = http.get("/v1/metrics").text
+    assert f'dagsched_grpc_requests_total{{code="INVALID_ARGUMENT",method="{method}"}} 2.0' in metrics
+
+
 def test_explain_and_health(both: tuple[TestClient, Client]) -> None:
     http, rpc = both
     plan = rpc.schedule({"workflow": workflow(), "nodes": nodes(), "scheduler": "heft"})
