@@ -29,9 +29,17 @@ _UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 
 
+MAX_DURATION_S = 3650 * 86400.0
+"""The longest duration taken (ten years): a window reaching before 1970 reads nothing the store can hold."""
+
+
 def parse_duration(text: str, flag: str = "--since") -> float:
-    """'30m', '24h', '7d' (also s and w) -> seconds; anything else is an InputError naming the flag."""
+    """'30m', '24h', '7d' (also s and w) -> seconds, at most ten years; anything else is an InputError naming the
+    flag."""
     m = _DURATION.match(text or "")
     if m is None or float(m.group(1)) <= 0:
         raise InputError(flag, f"expected a positive duration like 30m, 24h or 7d (units s, m, h, d, w), got {text!r}")
-    return float(m.group(1)) * _UNITS_S[m.group(2)]
+    seconds = float(m.group(1)) * _UNITS_S[m.group(2)]
+    if seconds > MAX_DURATION_S:
+        raise InputError(flag, f"at most {MAX_DURATION_S / 86400:.0f}d (ten years), got {text!r}")
+    return seconds
