@@ -252,12 +252,15 @@ def compare(
 ) -> None:
     """Run several schedulers on the same problems and seeds; print one table (means over seeds)."""
     from dagsched.schedulers import make_scheduler, registered_names
+    from dagsched.schedulers.base import unknown_scheduler
     from dagsched.sim.run import simulate as run_one
 
     groups = [list(workflow)] if together else [[p] for p in workflow]
     try:
         names = registered_names() if schedulers == "all" else comma_list(schedulers)
         for name in names:
+            if name not in registered_names():
+                raise unknown_scheduler(name, "--schedulers")
             make_scheduler(name)
         problems = [(", ".join(p.name for p in g), load_compiled(g, cluster), _mode(classic, g)) for g in groups]
         configs = [sim_config(mode, noise_cv, mtbf, mttr, stragglers, overrun) for _, _, mode in problems]

@@ -92,6 +92,14 @@ def test_generate_then_info(tmp_path):
         (["simulate", "-w", "{big}", "-c", "homog-8"], "tasks[0].resources.cpu: task 'a' requests cpu=64 but the"),
         (["simulate", "-w", "{long}", "-c", "homog-8"], "tasks[0].runtime: 1e+308 s is beyond what can be simulated"),
         (["info", "{cyc}"], "cycle through tasks a -> b -> a"),
+        (
+            ["compare", "-w", "{ok}", "-c", "homog-8", "--schedulers", "drl,hfet"],
+            "--schedulers: unknown scheduler 'hfet' (did you mean 'heft'?); known: ",
+        ),
+        (
+            ["simulate", "-w", "{ok}", "-c", "homog-8", "-s", "min-min"],
+            "unknown scheduler 'min-min' (did you mean 'min_min'?)",
+        ),
         (["generate", "workflow", "--family", "spiral", "--tasks", "10", "--out", "x.yaml"], "family"),
     ],
 )

@@ -8,6 +8,7 @@ which nodes now. It never holds the live simulator, so it never sees actual runt
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 
 from dagsched.model.compiled import CompiledProblem
@@ -26,6 +27,7 @@ __all__ = [
     "register",
     "registered_names",
     "simulate",
+    "unknown_scheduler",
 ]
 
 _REGISTRY: dict[str, Callable[[], Scheduler]] = {}
@@ -55,10 +57,17 @@ def is_tree_search(name: str) -> bool:
     return bool(getattr(_REGISTRY.get(name), "tree_search", False))
 
 
+def unknown_scheduler(name: str, field: str = "scheduler") -> InputError:
+    """The error for a name no scheduler has: the nearest registered name when one is close, and all of them."""
+    near = difflib.get_close_matches(name, sorted(_REGISTRY), n=1)
+    hint = f" (did you mean '{near[0]}'?)" if near else ""
+    return InputError(field, f"unknown scheduler '{name}'{hint}; known: {', '.join(sorted(_REGISTRY))}")
+
+
 def make_scheduler(name: str) -> Scheduler:
     """A fresh scheduler by registry name; an unknown name lists the known ones."""
     if name not in _REGISTRY:
-        raise InputError("scheduler", f"unknown scheduler '{name}'; known: {', '.join(sorted(_REGISTRY))}")
+        raise unknown_scheduler(name)
     return _REGISTRY[name]()
 
 
