@@ -154,11 +154,16 @@ def info(
 
 @app.command()
 def schedulers() -> None:
-    """List the registered schedulers."""
+    """List the registered schedulers, one a line: its name, what it is, and where it is best (docs/schedulers.md
+    gives the figures)."""
     from dagsched.schedulers import registered_names
+    from dagsched.schedulers.base import describe
 
-    for name in registered_names():
-        print(name)
+    names = registered_names()
+    width = max(map(len, names), default=0)
+    for name in names:
+        what, best = describe(name)
+        print(f"{name:<{width}}  {what}" + (f" Best for: {best}." if best else ""))
 
 
 @app.command()

@@ -9,6 +9,8 @@ which nodes now. It never holds the live simulator, so it never sees actual runt
 from __future__ import annotations
 
 import difflib
+import inspect
+import sys
 from collections.abc import Callable
 
 from dagsched.model.compiled import CompiledProblem
@@ -22,6 +24,7 @@ __all__ = [
     "Decision",
     "DecisionPoint",
     "Scheduler",
+    "describe",
     "is_tree_search",
     "make_scheduler",
     "register",
@@ -50,6 +53,16 @@ def _qualname(cls: Callable[[], Scheduler]) -> str:
 
 def registered_names() -> list[str]:
     return sorted(_REGISTRY)
+
+
+def describe(name: str) -> tuple[str, str]:
+    """(what it is, where it is best) of a registered scheduler, each one line: the first sentence of its class's
+    docstring (its module's where the class has none) and its `best_for`."""
+    cls = _REGISTRY[name]
+    doc = cls.__doc__ if "__doc__" in vars(cls) else None
+    text = " ".join((inspect.cleandoc(doc or sys.modules[cls.__module__].__doc__ or "").split("\n\n")[0]).split())
+    end = text.find(". ")
+    return (text if end < 0 else text[: end + 1]), str(getattr(cls, "best_for", ""))
 
 
 def is_tree_search(name: str) -> bool:

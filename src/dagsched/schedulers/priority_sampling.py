@@ -102,6 +102,7 @@ class PrioritySampling(StaticPlanner):
     """
 
     name = "drl"
+    best_for = "one workflow at a time: the shortest plans of any scheduler that answers in under a second"
 
     def __init__(
         self,

@@ -408,6 +408,9 @@ class Scheduler(ABC):
     tree_search: ClassVar[bool] = False
     """True for schedulers that grow a search tree of simulator forks at every decision (MCTS): their
     cost grows with tasks x nodes x simulations, so a suite may cap the problem size they run on."""
+    best_for: ClassVar[str] = ""
+    """Where it is best, or why it stays where it is best nowhere, in one line (`dagsched schedulers` prints it;
+    docs/schedulers.md gives the figures)."""
 
     def __init__(self) -> None:
         self.rng = np.random.default_rng(0)
