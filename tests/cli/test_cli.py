@@ -68,6 +68,7 @@ def test_compare_json_same_seeds_for_every_scheduler():
     assert {r["makespan"] for r in rows if r["scheduler"] == "heft"} == {80.0}
     assert all(r["valid"] for r in rows)
     assert set(rows[0]) >= {"scheduler", "seed", "makespan", "cost", "sla_hit_rate", "valid"}
+    assert all(r["latency_first_ms"] > 0 and r["latency_ms"] > 0 for r in rows)  # the first decision apart
 
 
 def test_generate_then_info(tmp_path):
