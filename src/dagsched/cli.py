@@ -15,7 +15,7 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from dagsched.console import comma_list, console, err_console
+from dagsched.console import comma_list, console, err_console, number, workflows_label
 from dagsched.console import fail as _fail
 from dagsched.model.errors import InputError
 
@@ -148,7 +148,7 @@ def info(
         return
     table = Table(title=str(path), show_header=False)
     for key, value in summary.items():
-        table.add_row(key, f"{value:,.2f}" if isinstance(value, float) else str(value))
+        table.add_row(key, number(value) if isinstance(value, float) else str(value))
     console.print(table)
 
 
@@ -226,14 +226,14 @@ def simulate(
     if as_json:
         print(json.dumps(out | ({"plan": runs} if plan else {})))
     else:
-        table = Table(title=f"{scheduler} on {', '.join(p.name for p in workflow)} (seed {seed})", show_header=False)
+        table = Table(title=f"{scheduler} on {workflows_label(workflow)} (seed {seed})", show_header=False)
         for key, value in out.items():
-            table.add_row(key, f"{value:,.4g}" if isinstance(value, float) else str(value))
+            table.add_row(key, number(value) if isinstance(value, float) else str(value))
         console.print(table)
         if plan:
             runs_table = Table("task", "node", "start s", "finish s", "outcome", title="plan, by start time")
             for r in runs:
-                runs_table.add_row(r["task"], r["node"], f"{r['start']:,.1f}", f"{r['finish']:,.1f}", r["outcome"])
+                runs_table.add_row(r["task"], r["node"], number(r["start"]), number(r["finish"]), r["outcome"])
             console.print(runs_table)
     if not result.valid:
         err_console.print("[bold red]trace failed validation:[/] " + "; ".join(result.violations[:5]))
@@ -267,7 +267,7 @@ def compare(
             if name not in registered_names():
                 raise unknown_scheduler(name, "--schedulers")
             make_scheduler(name)
-        problems = [(", ".join(p.name for p in g), load_compiled(g, cluster), _mode(classic, g)) for g in groups]
+        problems = [(workflows_label(g), load_compiled(g, cluster), _mode(classic, g)) for g in groups]
         configs = [sim_config(mode, noise_cv, mtbf, mttr, stragglers, overrun) for _, _, mode in problems]
     except InputError as err:
         raise _fail(err) from None
@@ -330,13 +330,7 @@ def _compare_table(label: str, cp: Any, classic: bool, seeds: int, names: list[s
     for _, name, mean, valid in sorted(rows):
         table.add_row(
             name,
-            f"{mean['makespan']:,.1f}",
-            f"{mean['slr']:.3f}",
-            f"{mean['cost']:.3f}",
-            f"{mean['sla_hit_rate']:.2f}",
-            f"{mean['utilisation']:.2f}",
-            f"{mean['latency_ms']:.2f}",
-            f"{mean['latency_first_ms']:.2f}",
+            *(number(mean[k]) for k in keys),
             "yes" if valid else "[red]NO[/]",
         )
     return table

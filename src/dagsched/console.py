@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Sequence
+from pathlib import Path
 
 import typer
 from rich.console import Console
@@ -17,6 +20,21 @@ err_console = Console(stderr=True) if Console(stderr=True).is_terminal else Cons
 def comma_list(text: str | None) -> list[str]:
     """A comma-separated option ('heft, drl,,fifo') as its non-empty, stripped items."""
     return [part.strip() for part in (text or "").split(",") if part.strip()]
+
+
+def number(value: float) -> str:
+    """A number as every table of the CLI prints it: four significant digits (all the digits of the integer part),
+    thousands separated, never an exponent: 21,841, 1,300, 0.4778, 1."""
+    if not math.isfinite(value) or value == 0:
+        return "0" if value == 0 else str(value)
+    digits = min(max(0, 3 - math.floor(math.log10(abs(value)))), 12)
+    text = f"{value:,.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def workflows_label(paths: Sequence[Path]) -> str:
+    """A run's workflow files in a title: the file's name for one, their count for several."""
+    return paths[0].name if len(paths) == 1 else f"{len(paths)} workflows"
 
 
 def fail(err: Exception) -> typer.Exit:
