@@ -55,8 +55,8 @@ bench-standard: $(STAMP)
 	$(VENV)/bin/dagsched bench --suite standard --out results/standard
 	$(VENV)/bin/dagsched report results/standard --out docs/results/standard --readme README.md --command "make bench"
 
-# streams of workflows on a loaded shared cluster (docs/shared-cluster.md); the whole grid is about 31 hours on two
-# cores (62 core-hours; Ray: --address): SHARED_ARGS="--clusters hetero-16,homog-8 --loads 0.85 --schedulers
+# streams of workflows on a loaded shared cluster (docs/shared-cluster.md); the whole grid is about 24 hours on two
+# cores (48 core-hours; Ray: --address): SHARED_ARGS="--clusters hetero-16,homog-8 --loads 0.85 --schedulers
 # fair,srpt_hold,kube_default,heft,drl_stream" runs the slice the committed report shows (about 1.5 h on one core)
 SHARED_ARGS ?=
 bench-shared: $(STAMP)

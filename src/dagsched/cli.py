@@ -15,7 +15,7 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from dagsched.console import comma_list, console, err_console
+from dagsched.console import comma_list, console, err_console, number, workflows_label
 from dagsched.console import fail as _fail
 from dagsched.model.errors import InputError
 
@@ -148,17 +148,22 @@ def info(
         return
     table = Table(title=str(path), show_header=False)
     for key, value in summary.items():
-        table.add_row(key, f"{value:,.2f}" if isinstance(value, float) else str(value))
+        table.add_row(key, number(value) if isinstance(value, float) else str(value))
     console.print(table)
 
 
 @app.command()
 def schedulers() -> None:
-    """List the registered schedulers."""
+    """List the registered schedulers, one a line: its name, what it is, and where it is best (docs/schedulers.md
+    gives the figures)."""
     from dagsched.schedulers import registered_names
+    from dagsched.schedulers.base import describe
 
-    for name in registered_names():
-        print(name)
+    names = registered_names()
+    width = max(map(len, names), default=0)
+    for name in names:
+        what, best = describe(name)
+        print(f"{name:<{width}}  {what}" + (f" Best for: {best}." if best else ""))
 
 
 @app.command()
@@ -221,14 +226,14 @@ def simulate(
     if as_json:
         print(json.dumps(out | ({"plan": runs} if plan else {})))
     else:
-        table = Table(title=f"{scheduler} on {', '.join(p.name for p in workflow)} (seed {seed})", show_header=False)
+        table = Table(title=f"{scheduler} on {workflows_label(workflow)} (seed {seed})", show_header=False)
         for key, value in out.items():
-            table.add_row(key, f"{value:,.4g}" if isinstance(value, float) else str(value))
+            table.add_row(key, number(value) if isinstance(value, float) else str(value))
         console.print(table)
         if plan:
             runs_table = Table("task", "node", "start s", "finish s", "outcome", title="plan, by start time")
             for r in runs:
-                runs_table.add_row(r["task"], r["node"], f"{r['start']:,.1f}", f"{r['finish']:,.1f}", r["outcome"])
+                runs_table.add_row(r["task"], r["node"], number(r["start"]), number(r["finish"]), r["outcome"])
             console.print(runs_table)
     if not result.valid:
         err_console.print("[bold red]trace failed validation:[/] " + "; ".join(result.violations[:5]))
@@ -252,14 +257,17 @@ def compare(
 ) -> None:
     """Run several schedulers on the same problems and seeds; print one table (means over seeds)."""
     from dagsched.schedulers import make_scheduler, registered_names
+    from dagsched.schedulers.base import unknown_scheduler
     from dagsched.sim.run import simulate as run_one
 
     groups = [list(workflow)] if together else [[p] for p in workflow]
     try:
         names = registered_names() if schedulers == "all" else comma_list(schedulers)
         for name in names:
+            if name not in registered_names():
+                raise unknown_scheduler(name, "--schedulers")
             make_scheduler(name)
-        problems = [(", ".join(p.name for p in g), load_compiled(g, cluster), _mode(classic, g)) for g in groups]
+        problems = [(workflows_label(g), load_compiled(g, cluster), _mode(classic, g)) for g in groups]
         configs = [sim_config(mode, noise_cv, mtbf, mttr, stragglers, overrun) for _, _, mode in problems]
     except InputError as err:
         raise _fail(err) from None
@@ -290,6 +298,7 @@ def compare(
                             "utilisation": m.utilisation,
                             "slr": m.slr,
                             "latency_ms": m.decision_latency_mean_ms,
+                            "latency_first_ms": m.decision_latency_first_ms,
                             "valid": r.valid,
                         }
                     )
@@ -308,9 +317,11 @@ def _compare_table(label: str, cp: Any, classic: bool, seeds: int, names: list[s
 
     mode = "classic" if classic else "cloud"
     table = Table(title=f"{label}: {cp.n_tasks} tasks on {cp.n_nodes} nodes, {mode} mode, means of {seeds} seeds")
-    for col in ("scheduler", "makespan (s)", "SLR", "cost", "SLA hit", "utilisation", "decision ms", "valid"):
+    columns = ("scheduler", "makespan (s)", "SLR", "cost", "SLA hit", "utilisation", "decision ms", "first ms", "valid")
+    for col in columns:
         table.add_column(col, justify="right" if col != "scheduler" else "left")
-    keys = ("makespan", "slr", "cost", "sla_hit_rate", "utilisation", "latency_ms")
+    table.caption = "decision ms: mean time per decision after the first; first ms: the first (one-time work)"
+    keys = ("makespan", "slr", "cost", "sla_hit_rate", "utilisation", "latency_ms", "latency_first_ms")
     rows = []
     for name in names:
         mine = [r for r in results if r["scheduler"] == name and r["workflow"] == label]
@@ -319,12 +330,7 @@ def _compare_table(label: str, cp: Any, classic: bool, seeds: int, names: list[s
     for _, name, mean, valid in sorted(rows):
         table.add_row(
             name,
-            f"{mean['makespan']:,.1f}",
-            f"{mean['slr']:.3f}",
-            f"{mean['cost']:.3f}",
-            f"{mean['sla_hit_rate']:.2f}",
-            f"{mean['utilisation']:.2f}",
-            f"{mean['latency_ms']:.2f}",
+            *(number(mean[k]) for k in keys),
             "yes" if valid else "[red]NO[/]",
         )
     return table

@@ -68,6 +68,7 @@ def test_compare_json_same_seeds_for_every_scheduler():
     assert {r["makespan"] for r in rows if r["scheduler"] == "heft"} == {80.0}
     assert all(r["valid"] for r in rows)
     assert set(rows[0]) >= {"scheduler", "seed", "makespan", "cost", "sla_hit_rate", "valid"}
+    assert all(r["latency_first_ms"] > 0 and r["latency_ms"] > 0 for r in rows)  # the first decision apart
 
 
 def test_generate_then_info(tmp_path):
@@ -92,6 +93,14 @@ def test_generate_then_info(tmp_path):
         (["simulate", "-w", "{big}", "-c", "homog-8"], "tasks[0].resources.cpu: task 'a' requests cpu=64 but the"),
         (["simulate", "-w", "{long}", "-c", "homog-8"], "tasks[0].runtime: 1e+308 s is beyond what can be simulated"),
         (["info", "{cyc}"], "cycle through tasks a -> b -> a"),
+        (
+            ["compare", "-w", "{ok}", "-c", "homog-8", "--schedulers", "drl,hfet"],
+            "--schedulers: unknown scheduler 'hfet' (did you mean 'heft'?); known: ",
+        ),
+        (
+            ["simulate", "-w", "{ok}", "-c", "homog-8", "-s", "min-min"],
+            "unknown scheduler 'min-min' (did you mean 'min_min'?)",
+        ),
         (["generate", "workflow", "--family", "spiral", "--tasks", "10", "--out", "x.yaml"], "family"),
     ],
 )
@@ -130,3 +139,29 @@ def test_the_command_line_starts_without_torch() -> None:
     probe = "import sys, dagsched.cli; print(sorted({'torch', 'ray', 'torch_geometric'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_tables_print_one_number_format_and_count_the_workflows(tmp_path):
+    """Makespans of 20,000 s read `20,000` in simulate's and compare's tables (never `2e+04`), as 1,300 does; a run
+    of several workflow files is titled by their count, not by every name."""
+    from dagsched.console import number
+
+    assert [number(x) for x in (21840.53, 1300.0, 0.4778, 1.0, 0.06395, 119.54, 0.0, 2e-5)] == [
+        "21,841", "1,300", "0.4778", "1", "0.06395", "119.5", "0", "0.00002",
+    ]  # fmt: skip
+    paths = []
+    for i in range(3):
+        path = tmp_path / f"w{i}.yaml"
+        path.write_text(f"name: w{i}\ntasks:\n  - {{id: a, runtime: 20000}}\n")
+        paths += ["-w", str(path)]
+    env = {"COLUMNS": "200"}
+    sim = runner.invoke(app, ["simulate", *paths, "-c", "homog-8", "-s", "fcfs", "--plan"], env=env)
+    assert sim.exit_code == 0, sim.output
+    assert "fcfs on 3 workflows (seed 1)" in sim.output and "w1.yaml" not in sim.output
+    assert "20,000" in sim.output and "e+0" not in sim.output
+    comp = runner.invoke(
+        app, ["compare", *paths, "-c", "homog-8", "--schedulers", "fcfs", "--seeds", "1", "--together"]
+    )
+    assert comp.exit_code == 0, comp.output
+    assert "3 workflows: 3 tasks on 8 nodes" in comp.output and "w1.yaml" not in comp.output
+    assert "20,000" in comp.output and "e+0" not in comp.output

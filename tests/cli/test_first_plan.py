@@ -50,7 +50,7 @@ def test_the_first_plan_in_readme_is_what_the_command_gives(monkeypatch: pytest.
         return [r for r in rows if not r[0].startswith("decision_latency")]
 
     assert keep(_rows(result.output)) == keep(_rows(shown.group(1)))
-    assert ["daily_report", "cpu-0", "300.0", "700.0", "done"] in _rows(result.output)  # a CPU node is used
+    assert ["daily_report", "cpu-0", "300", "700", "done"] in _rows(result.output)  # a CPU node is used
 
 
 def test_the_first_plan_uses_the_files_it_names() -> None:

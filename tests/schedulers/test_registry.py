@@ -63,11 +63,13 @@ def test_a_scheduler_in_one_new_file_is_listed_and_runs(tmp_path: Path) -> None:
     copy = tmp_path / "dagsched"
     shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
     cli = ("-c", "from dagsched.cli import app; app()", "schedulers")
-    before = _run(tmp_path, *cli).split()
+    before = [line.split()[0] for line in _run(tmp_path, *cli).splitlines()]
     assert "newcomer" not in before and "heft" in before
     (copy / "schedulers" / "newcomer.py").write_text(NEWCOMER)
-    after = _run(tmp_path, *cli).split()
-    assert sorted(after) == sorted([*before, "newcomer"])
+    listed = _run(tmp_path, *cli).splitlines()
+    assert sorted(line.split()[0] for line in listed) == sorted([*before, "newcomer"])
+    mine = next(line.split(None, 1)[1] for line in listed if line.split()[0] == "newcomer")
+    assert mine == "Newcomer: starts the lowest-numbered ready task on the first node it can start on."
     assert _run(tmp_path, "-c", RUN).split() == ["True", "20"]
 
 
@@ -102,3 +104,25 @@ def test_the_factory_hands_a_scheduler_only_what_it_declares_it_needs() -> None:
     assert served.policy is policy  # type: ignore[attr-defined]
     assert served.budget_s == SERVICE_SAMPLING["budget_s"] != make_scheduler("drl").budget_s  # type: ignore[attr-defined]
     assert type(make_scheduler("heft", service=True, policy=policy)).__name__ == "HEFT"
+
+
+def test_the_list_says_what_each_is_and_where_it_is_best() -> None:
+    """`dagsched schedulers`: one line per scheduler, its name, the first sentence of its docstring and where it is
+    best (`best_for`, which every built-in scheduler declares)."""
+    from typer.testing import CliRunner
+
+    from dagsched.cli import app
+
+    result = CliRunner().invoke(app, ["schedulers"])
+    assert result.exit_code == 0, result.output
+    lines = {line.split()[0]: line for line in result.output.splitlines()}
+    assert sorted(lines) == registered_names()
+    assert lines["heft"].split(None, 1)[1] == (
+        "HEFT: Heterogeneous Earliest Finish Time (Topcuoglu, Hariri and Wu, IEEE TPDS 2002). Best for: a "
+        "reference: every single-workflow figure is a ratio to it, and the service falls back to it."
+    )
+    assert "Best for: shared clusters under load" in lines["drl_stream"]
+    assert lines["heft_keep"].split(None, 1)[1].startswith("HEFT on a shared cluster that plans each arriving")
+    for name in registered_names():
+        assert _REGISTRY[name].best_for, f"{name} says nowhere where it is best"
+        assert " Best for: " in lines[name] and len(lines[name].split(" Best for: ")[0].split()) > 2, lines[name]

@@ -208,6 +208,17 @@ def test_gap_report_measures_the_drift(reality_client) -> None:
     assert client.get("/v1/gap", params={"since": "soon"}).status_code == 422
 
 
+def test_the_gap_window_is_bounded_naming_the_limit(client: TestClient) -> None:
+    """`since` longer than ten years (99999999d once read plans from a negative instant) is a 422 naming the
+    limit; ten years is read."""
+    for since in ("99999999d", "3651d", "522w"):
+        r = client.get("/v1/gap", params={"since": since})
+        assert r.status_code == 422, r.text
+        assert r.json()["detail"] == f"since: at most 3650d (ten years), got {since!r}"
+    ok = client.get("/v1/gap", params={"since": "3650d"})
+    assert ok.status_code == 200 and ok.json()["since"] > 0
+
+
 def test_a_replan_after_an_event_is_calibrated(reality_client) -> None:
     """Once calibration acts, a re-plan's running task keeps its calibrated remaining time, and the re-plan's
     evidence carries the factors."""

@@ -119,6 +119,8 @@ def test_gap_command_prints_and_refuses_bad_flags(store_with_bad_logs: tuple[str
     assert every["runs"]["read"] == 9 and every["environment"] is None
     bad = runner.invoke(cli_app, ["gap", "--store", url, "--since", "soon"])
     assert bad.exit_code == 2 and "--since" in bad.output
+    huge = runner.invoke(cli_app, ["gap", "--store", url, "--since", "99999999d"])
+    assert huge.exit_code == 2 and "--since: at most 3650d (ten years)" in huge.output, huge.output
     missing = runner.invoke(cli_app, ["gap", "--store", f"sqlite:///{tmp_path / 'none.sqlite'}"])
     assert missing.exit_code == 2 and "--store" in missing.output
 

@@ -109,6 +109,36 @@ def test_filter_and_prioritize_answer_as_the_extender(both: tuple[TestClient, Cl
     assert _error(lambda: rpc.prioritize({"nodenames": ["a"]})).details().startswith("pod:")
 
 
+def test_an_extender_request_that_is_no_quantity_is_invalid_argument_naming_container_and_resource(
+    both: tuple[TestClient, Client],
+) -> None:
+    """A cpu request of "-5" or "1e400": INVALID_ARGUMENT from Filter and Prioritize, naming the container and the
+    resource, as the HTTP verbs' `error` does; nothing scores 10."""
+    http, rpc = both
+    for cpu, fault in (("-5", "'-5' is negative"), ("1e400", "'1e400' is not finite")):
+        ext = args(pod(cpu=cpu), [node("n0", "4", "16Gi")])
+        for call in (rpc.filter, rpc.prioritize):
+            err = _error(lambda c=call, e=ext: c(e))  # type: ignore[misc]
+            assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, err.details()
+            assert err.details().startswith(f"pod.spec.containers[0].resources.requests.cpu: {fault}")
+            assert "(container 'main', resource cpu)" in err.details()
+        assert http.post("/v1/k8s/filter", json=ext).json()["error"] == err.details()
+
+
+@pytest.mark.parametrize("method", ["Schedule", "Filter", "Prioritize", "Explain", "Health", "ReportEvent"])
+def test_bytes_that_do_not_decode_are_invalid_argument(both: tuple[TestClient, Client], method: str) -> None:
+    """A request whose bytes are no protobuf message (sent on a raw channel) is INVALID_ARGUMENT saying so, and is
+    counted by its code; never UNKNOWN."""
+    http, rpc = both
+    raw = rpc.channel.unary_unary(f"/dagsched.v1.Scheduler/{method}")
+    for garbage in (b"\xff\xff\xff\xff", b"\x0a\xff\xff\xff\xff\x0f"):
+        err = _error(lambda g=garbage: raw(g, metadata=(("authorization", f"Bearer {TOKEN}"),)))
+        assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, (err.code(), err.details())
+        assert err.details().startswith("body: not a valid dagsched.v1."), err.details()
+    metrics = http.get("/v1/metrics").text
+    assert f'dagsched_grpc_requests_total{{code="INVALID_ARGUMENT",method="{method}"}} 2.0' in metrics
+
+
 def test_explain_and_health(both: tuple[TestClient, Client]) -> None:
     http, rpc = both
     plan = rpc.schedule({"workflow": workflow(), "nodes": nodes(), "scheduler": "heft"})

@@ -113,3 +113,26 @@ def test_hostile_uploads_are_refused_and_drl_keeps_serving(client: TestClient, t
         if (tmp_path / "models").exists()
         else True
     )
+
+
+def _nested_multipart(depth: int) -> tuple[str, bytes]:
+    """A multipart/form-data body whose one part is a multipart nested `depth` levels deep."""
+    head = b""
+    for level in range(depth):
+        head += f"--b{level}\r\nContent-Type: multipart/mixed; boundary=b{level + 1}\r\n\r\n".encode()
+    tail = b"".join(f"\r\n--b{level}--\r\n".encode() for level in reversed(range(depth)))
+    return "multipart/form-data; boundary=b0", head + f"--b{depth}\r\n\r\nx".encode() + tail
+
+
+@pytest.mark.parametrize("depth", [400, 1000, 5000])
+def test_deeply_nested_multipart_is_refused_as_input(client: TestClient, depth: int) -> None:
+    """Parts nested 400, 1,000 or 5,000 deep: the same 422 naming the body (past the parser's recursion, about
+    1,000 levels, as well as before it), and the shipped policy keeps serving."""
+    content_type, body = _nested_multipart(depth)
+    r = client.put("/v1/model/weights", content=body, headers={**AUTH, "content-type": content_type})
+    assert r.status_code == 422, r.text[:300]
+    assert (
+        r.json()["detail"]
+        == "body: a part is itself multipart; the form's parts are two files, `weights` and `metadata`"
+    )
+    assert client.get("/v1/model").json()["version"] == "tiny-v1"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -143,3 +144,44 @@ def test_prioritize_errors_give_zero_scores_and_a_header(client: TestClient) -> 
     assert r.status_code == 200 and r.json() == [{"host": "a", "score": 0}]
     assert "pod: missing or not an object" in r.headers["x-dagsched-error"]
     assert 'dagsched_k8s_requests_total{outcome="error",verb="prioritize"} 1.0' in client.get("/v1/metrics").text
+
+
+@pytest.mark.parametrize(
+    ("cpu", "fault"),
+    [
+        ("-5", "'-5' is negative"),
+        ("-500m", "'-500m' is negative"),
+        ("1e400", "'1e400' is not finite"),
+        ("1.2.3", "'1.2.3' is not a Kubernetes quantity"),
+        (".", "'.' is not a Kubernetes quantity"),
+        (float("nan"), "nan is not finite"),
+        (float("inf"), "inf is not finite"),
+        (-2, "-2 is negative"),
+    ],
+)
+def test_a_request_that_is_no_quantity_or_negative_is_an_error_naming_container_and_resource(
+    client: TestClient, cpu: Any, fault: str
+) -> None:
+    """A cpu request of "-5", "1e400", NaN or "1.2.3" is no request: filter says so in `error` and passes no node,
+    prioritize scores every node 0 with the reason in X-Dagsched-Error; both name the container and the resource."""
+    p = pod()
+    p["spec"]["containers"][1]["resources"]["requests"]["cpu"] = cpu
+    body = json.dumps(args(p, [node("a", "4", "16Gi"), node("b", "8", "16Gi")]))  # NaN as JSON's `NaN`
+    where = "pod.spec.containers[1].resources.requests.cpu: "
+    named = "(container 'sidecar', resource cpu)"
+    r = client.post("/v1/k8s/filter", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 200
+    assert r.json()["nodes"] is None and r.json()["error"].startswith(where + fault) and named in r.json()["error"]
+    r = client.post("/v1/k8s/prioritize", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 200 and r.json() == [{"host": "a", "score": 0}, {"host": "b", "score": 0}]
+    assert r.headers["x-dagsched-error"].startswith(where + fault) and named in r.headers["x-dagsched-error"]
+
+
+def test_node_quantities_that_are_negative_or_not_finite_are_errors(client: TestClient) -> None:
+    """A node's allocatable cpu of "-4" or memory of "1e400" is refused naming the node's field."""
+    for cpu, mem, message in (
+        ("-4", "16Gi", "nodes.items[1].status.allocatable.cpu: '-4' is negative"),
+        ("4", "1e400", "nodes.items[1].status.allocatable.memory: '1e400' is not finite"),
+    ):
+        res = client.post("/v1/k8s/filter", json=args(pod(), [node("a", "4", "16Gi"), node("b", cpu, mem)])).json()
+        assert res["error"].startswith(message), res["error"]

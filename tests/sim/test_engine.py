@@ -237,6 +237,22 @@ def test_metrics_of_a_hand_computed_run():
     assert math.isfinite(m.decision_latency_mean_ms)
 
 
+def test_the_first_decision_is_reported_apart_from_the_mean_and_p99():
+    """A first decision that compiles (1.7 s) is `decision_latency_first_ms`; the mean and the p99 are of the
+    decisions after it, so the mean is never above the p99 because of it."""
+    cp = _problem([Task(id="a", runtime=10, cpu=2), Task(id="b", runtime=30, cpu=4)], [Edge(src="a", dst="b")])
+    _, trace = _run(cp, Pin({0: 0, 1: 0}))
+    trace.decision_latency_s = [1.7] + [0.0003] * 98 + [0.0005, 0.0004]
+    m = compute_metrics(cp, trace, SimConfig())
+    assert m.decisions == 101
+    assert m.decision_latency_first_ms == pytest.approx(1700.0)
+    assert m.decision_latency_mean_ms == pytest.approx((0.3 * 98 + 0.5 + 0.4) / 100)
+    assert m.decision_latency_mean_ms <= m.decision_latency_p99_ms <= 0.5
+    trace.decision_latency_s = [0.002]  # one decision: it is the first, and the only one the mean describes
+    one = compute_metrics(cp, trace, SimConfig())
+    assert one.decision_latency_first_ms == one.decision_latency_mean_ms == one.decision_latency_p99_ms == 2.0
+
+
 @given(
     task=st.integers(0, 10**6),
     node=st.integers(0, 10**4),

@@ -8,6 +8,9 @@ which nodes now. It never holds the live simulator, so it never sees actual runt
 
 from __future__ import annotations
 
+import difflib
+import inspect
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -22,12 +25,14 @@ __all__ = [
     "Decision",
     "DecisionPoint",
     "Scheduler",
+    "describe",
     "is_tree_search",
     "make_scheduler",
     "register",
     "scheduler_class",
     "registered_names",
     "simulate",
+    "unknown_scheduler",
 ]
 
 _REGISTRY: dict[str, type[Scheduler]] = {}
@@ -52,16 +57,33 @@ def registered_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def describe(name: str) -> tuple[str, str]:
+    """(what it is, where it is best) of a registered scheduler, each one line: the first sentence of its class's
+    docstring (its module's where the class has none) and its `best_for`."""
+    cls = _REGISTRY[name]
+    doc = cls.__doc__ if "__doc__" in vars(cls) else None
+    text = " ".join((inspect.cleandoc(doc or sys.modules[cls.__module__].__doc__ or "").split("\n\n")[0]).split())
+    end = text.find(". ")
+    return (text if end < 0 else text[: end + 1]), str(getattr(cls, "best_for", ""))
+
+
 def is_tree_search(name: str) -> bool:
     """Whether a registered scheduler searches a tree of forks per decision, read off its class (nothing loads)."""
     return bool(getattr(_REGISTRY.get(name), "tree_search", False))
+
+
+def unknown_scheduler(name: str, field: str = "scheduler") -> InputError:
+    """The error for a name no scheduler has: the nearest registered name when one is close, and all of them."""
+    near = difflib.get_close_matches(name, sorted(_REGISTRY), n=1)
+    hint = f" (did you mean '{near[0]}'?)" if near else ""
+    return InputError(field, f"unknown scheduler '{name}'{hint}; known: {', '.join(sorted(_REGISTRY))}")
 
 
 def scheduler_class(name: str) -> type[Scheduler]:
     """The registered class of `name` (what it declares: `needs`, `service_options`, ...); an unknown name lists
     the known ones."""
     if name not in _REGISTRY:
-        raise InputError("scheduler", f"unknown scheduler '{name}'; known: {', '.join(sorted(_REGISTRY))}")
+        raise unknown_scheduler(name)
     return _REGISTRY[name]
 
 

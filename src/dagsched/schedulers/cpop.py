@@ -32,6 +32,7 @@ _REL_TOL = 1e-9
 @register
 class CPOP(StaticPlanner):
     name = "cpop"
+    best_for = "communication-heavy workflows among the textbook heuristics; one of drl's candidate plans"
     uses_seed = False
 
     def prepare(self, cp: CompiledProblem) -> None:
@@ -94,4 +95,5 @@ class CPOPKeep(CPOP):
     """CPOP planning each arriving workflow around the earlier ones' committed slots (`replan_on_arrival`)."""
 
     name = "cpop_keep"
+    best_for = "nothing; an ablation that measures what re-planning on arrival is worth (CPOP keeps better)"
     replan_on_arrival = False

@@ -38,6 +38,7 @@ ALPHA = -2.0
 @register
 class WeightedFair(ListScheduler):
     name = "fair"
+    best_for = "shared clusters among the classic online heuristics, at every load"
     uses_seed = False
     alpha: float = ALPHA
 

@@ -13,6 +13,7 @@ from dagsched.schedulers.greedy import ListScheduler
 @register
 class FCFS(ListScheduler):
     name = "fcfs"
+    best_for = "nothing; a baseline of the literature on shared clusters (Spark/YARN FIFO)"
     uses_seed = False
 
     def order(self, ready: list[int]) -> list[int]:

@@ -24,6 +24,7 @@ from dagsched.sim.decision import DecisionPoint
 @register
 class FIFO(ListScheduler):
     name = "fifo"
+    best_for = "nothing; a baseline of the literature on shared clusters (Decima's FIFO)"
     uses_seed = False
 
     def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:

@@ -24,6 +24,7 @@ from dagsched.sim.slots import NodeTimeline
 @register
 class HEFT(StaticPlanner):
     name = "heft"
+    best_for = "a reference: every single-workflow figure is a ratio to it, and the service falls back to it"
     uses_seed = False
 
     def prepare(self, cp: CompiledProblem) -> None:
@@ -52,4 +53,5 @@ class HEFTKeep(HEFT):
     instead of re-planning them (`StaticPlanner.replan_on_arrival`)."""
 
     name = "heft_keep"
+    best_for = "nothing; an ablation that measures what re-planning on arrival is worth (HEFT re-plans better)"
     replan_on_arrival = False

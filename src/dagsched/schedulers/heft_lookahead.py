@@ -57,6 +57,7 @@ def heft_completion_s(
 @register
 class HEFTLookahead(HEFT):
     name = "heft_lookahead"
+    best_for = "communication-dominated workflows, where a plan may take about a second"
     uses_seed = False
     candidates: int = 4
     """how many of a task's earliest-finish nodes it tries"""

@@ -39,6 +39,7 @@ MAX_NODE_SCORE = 100.0
 @register
 class KubeDefault(Scheduler):
     name = "kube_default"
+    best_for = "nothing; what a Kubernetes cluster does without dagsched, the shared report's reference"
     uses_seed = False
 
     def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:

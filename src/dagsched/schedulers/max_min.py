@@ -19,6 +19,7 @@ from dagsched.schedulers.greedy import BatchMapper
 @register
 class MaxMin(BatchMapper):
     name = "max_min"
+    best_for = "the srasearch and bwa traces (the best of all there); a textbook batch-mode baseline"
     uses_seed = False
 
     def pick(self, best_ect: np.ndarray, candidates: list[int]) -> int:

@@ -141,9 +141,11 @@ class _Node:
 
 @register
 class MCTSUCT(Scheduler):
-    """UCT with HEFT-plan rollouts (see the module docstring)."""
+    """UCT over (task, node) decisions on simulator forks, with HEFT-plan rollouts. The module docstring has the
+    details."""
 
     name = "mcts_uct"
+    best_for = "the full standard suite, every family, cluster and mode (the best mean there)"
     tree_search: ClassVar[bool] = True
 
     def __init__(self, config: MCTSConfig | None = None, **overrides: Any) -> None:

@@ -20,6 +20,7 @@ from dagsched.schedulers.greedy import BatchMapper
 @register
 class MinMin(BatchMapper):
     name = "min_min"
+    best_for = "nothing; a textbook batch-mode baseline"
     uses_seed = False
 
     def pick(self, best_ect: np.ndarray, candidates: list[int]) -> int:

@@ -26,6 +26,7 @@ from dagsched.sim.slots import NodeTimeline
 @register
 class PEFT(StaticPlanner):
     name = "peft"
+    best_for = "nothing alone; a textbook baseline and one of drl's candidate plans"
     uses_seed = False
 
     def prepare(self, cp: CompiledProblem) -> None:
@@ -47,4 +48,5 @@ class PEFTKeep(PEFT):
     """PEFT planning each arriving workflow around the earlier ones' committed slots (`replan_on_arrival`)."""
 
     name = "peft_keep"
+    best_for = "nothing; an ablation that measures what re-planning on arrival is worth (PEFT re-plans better)"
     replan_on_arrival = False

@@ -133,6 +133,7 @@ class PrioritySampling(StaticPlanner):
     name = "drl"
     needs = frozenset({"policy"})
     service_options = MappingProxyType(SERVICE_SAMPLING)
+    best_for = "one workflow at a time: the shortest plans of any scheduler that answers in under a second"
 
     def __init__(
         self,

@@ -12,6 +12,7 @@ from dagsched.schedulers.greedy import ListScheduler
 @register
 class RandomScheduler(ListScheduler):
     name = "random"
+    best_for = "nothing; the floor every online scheduler is measured above"
 
     def order(self, ready: list[int]) -> list[int]:
         return [ready[i] for i in self.rng.permutation(len(ready))]

@@ -17,6 +17,7 @@ from dagsched.sim.decision import DecisionPoint
 @register
 class RoundRobin(ListScheduler):
     name = "round_robin"
+    best_for = "nothing; a floor for the online baselines"
     uses_seed = False
 
     def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:

@@ -19,6 +19,7 @@ from dagsched.sim.decision import DecisionPoint
 @register
 class SJF(ListScheduler):
     name = "sjf"
+    best_for = "nothing; a baseline of the literature on shared clusters"
     uses_seed = False
 
     def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:

@@ -25,6 +25,7 @@ from dagsched.sim.decision import Decision, DecisionPoint
 @register
 class SJFCriticalPath(ListScheduler):
     name = "sjf_cp"
+    best_for = "nothing; a baseline of the literature on shared clusters (Decima's SJF-CP)"
     uses_seed = False
 
     def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:

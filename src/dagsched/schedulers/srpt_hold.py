@@ -62,6 +62,7 @@ def node_worth_waiting_for(
 @register
 class SRPTHold(ListScheduler):
     name = "srpt_hold"
+    best_for = "heterogeneous shared clusters under load among the hand rules; drl_stream's teacher"
     uses_seed = False
 
     def __init__(self, margin: float | None = HOLD_MARGIN) -> None:

@@ -40,6 +40,7 @@ def _clone(lines: list[NodeTimeline]) -> list[NodeTimeline]:
 @register
 class Tabu(HEFT):
     name = "tabu"
+    best_for = "small problems, near the optimum"
 
     work: float = 100_000.0
     """task placements per plan (a re-plan gets a quarter)"""

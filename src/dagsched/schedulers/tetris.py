@@ -31,6 +31,7 @@ REMAINING_WORK_WEIGHT = 1.0
 @register
 class Tetris(Scheduler):
     name = "tetris"
+    best_for = "nothing; a baseline of the literature on shared clusters (multi-resource packing)"
     uses_seed = False
 
     def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:

@@ -24,6 +24,7 @@ passes every name through, prioritize scores the planned node 10 and the others 
 
 from __future__ import annotations
 
+import math
 import re
 from functools import lru_cache
 from typing import Any
@@ -38,7 +39,7 @@ _SUFFIX = {
     "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
     "m": 1e-3, "u": 1e-6, "n": 1e-9,
 }  # fmt: skip
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
+_QUANTITY = re.compile(r"^([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
 
 
 class ExtenderInputError(ValueError):
@@ -58,8 +59,8 @@ def _parse_quantity(text: str) -> float | None:
 _parse_short_quantity = lru_cache(maxsize=4096)(_parse_quantity)
 
 
-def _number(value: Any) -> float | None:
-    """`quantity` without the error: None when `value` is not a quantity."""
+def _value(value: Any) -> float | None:
+    """The number a quantity string or a JSON number says (negative or not finite too), or None."""
     if type(value) is str:
         return _parse_short_quantity(value) if len(value) <= 32 else _parse_quantity(value)
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -67,12 +68,29 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def quantity(value: Any, field: str) -> float:
-    """A Kubernetes resource quantity ("500m", "4", "16Gi", "1e3") as a number."""
-    parsed = _number(value)
-    if parsed is None:
-        raise ExtenderInputError(f"{field}: {value!r} is not a Kubernetes quantity")
-    return parsed
+def _number(value: Any) -> float | None:
+    """`quantity` without the error: None when `value` is not a quantity, or is negative or not finite."""
+    number = _value(value)
+    return number if number is not None and 0.0 <= number < math.inf else None
+
+
+def quantity(value: Any, field: str, owner: str = "") -> float:
+    """A Kubernetes resource quantity ("500m", "4", "16Gi", "1e3") as a number, at least 0 and finite.
+
+    `owner` (e.g. "container 'main', resource cpu") is added to the error, after the field and the fault.
+    """
+    number = _number(value)
+    if number is not None:
+        return number
+    raw = _value(value)
+    text = repr(value) if type(value) is str else str(value)[:40]
+    if raw is None:
+        fault = f"{text} is not a Kubernetes quantity"
+    elif math.isfinite(raw):
+        fault = f"{text} is negative; a quantity here is at least 0"
+    else:
+        fault = f"{text} is not finite"
+    raise ExtenderInputError(f"{field}: {fault}" + (f" ({owner})" if owner else ""))
 
 
 def _meta(obj: dict, what: str) -> dict[str, Any]:
@@ -82,14 +100,21 @@ def _meta(obj: dict, what: str) -> dict[str, Any]:
     return meta
 
 
-def _requests(resources: dict, field: str) -> tuple[float, float, float]:
-    req = (resources or {}).get("requests") or {}
+def _requests(container: Any, field: str) -> tuple[float, float, float]:
+    """A container's (cpu, memory GiB, gpu) requests; a bad one names the container and the resource."""
+    container = container or {}
+    if not isinstance(container, dict):
+        raise ExtenderInputError(f"{field}: expected an object")
+    req = (container.get("resources") or {}).get("requests") or {}
     if not isinstance(req, dict):
         raise ExtenderInputError(f"{field}.resources.requests: expected an object")
-    cpu = quantity(req.get("cpu", 0), f"{field}.resources.requests.cpu")
-    mem = quantity(req.get("memory", 0), f"{field}.resources.requests.memory") / 2**30
-    gpu = sum(quantity(req[k], f"{field}.resources.requests.{k}") for k in GPU_RESOURCES if k in req)
-    return cpu, mem, gpu
+    name = str(container.get("name", ""))[:64]
+
+    def request(resource: str, default: Any = 0) -> float:
+        where = f"container '{name}', resource {resource}"
+        return quantity(req.get(resource, default), f"{field}.resources.requests.{resource}", where)
+
+    return request("cpu"), request("memory") / 2**30, sum(request(k) for k in GPU_RESOURCES if k in req)
 
 
 def pod_task(pod: Any) -> dict[str, Any]:
@@ -105,10 +130,10 @@ def pod_task(pod: Any) -> dict[str, Any]:
     if not isinstance(containers, list):
         raise ExtenderInputError("pod.spec.containers: expected a list")
     for i, c in enumerate(containers):
-        r = _requests((c or {}).get("resources") or {}, f"pod.spec.containers[{i}]")
+        r = _requests(c, f"pod.spec.containers[{i}]")
         total = [a + b for a, b in zip(total, r, strict=True)]
     for i, c in enumerate(spec.get("initContainers") or []):
-        r = _requests((c or {}).get("resources") or {}, f"pod.spec.initContainers[{i}]")
+        r = _requests(c, f"pod.spec.initContainers[{i}]")
         total = [max(a, b) for a, b in zip(total, r, strict=True)]
     labels = {**(meta.get("annotations") or {}), **(meta.get("labels") or {})}
     runtime = quantity(labels.get("dagsched.io/runtime", 60), "pod.metadata.annotations[dagsched.io/runtime]")

@@ -415,6 +415,9 @@ class Scheduler(ABC):
     scheduler loads its shipped one."""
     service_options: ClassVar[Mapping[str, Any]] = MappingProxyType({})
     """Constructor options a service plans with (a learned planner's time budget per request)."""
+    best_for: ClassVar[str] = ""
+    """Where it is best, or why it stays where it is best nowhere, in one line (`dagsched schedulers` prints it;
+    docs/schedulers.md gives the figures)."""
 
     def __init__(self) -> None:
         self.rng = np.random.default_rng(0)

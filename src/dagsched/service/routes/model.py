@@ -55,17 +55,28 @@ _UPLOAD_SCHEMA = {
 }
 
 
+_NESTED = "a part is itself multipart; the form's parts are two files, `weights` and `metadata`"
+
+
 def parse_multipart(content_type: str, body: bytes) -> dict[str, bytes]:
-    """Parts of a multipart/form-data body by field name (stdlib `email`; no extra dependency)."""
+    """Parts of a multipart/form-data body by field name (stdlib `email`; no extra dependency).
+
+    A part that is itself multipart is refused, however deep the nesting (the parser recurses per level: a
+    thousand levels exhaust Python's stack, and are refused the same way)."""
     if not content_type.lower().startswith("multipart/form-data") or "boundary=" not in content_type:
         raise InputError("body", "expected multipart/form-data with a `weights` file and a `metadata` file")
-    message = BytesParser(policy=email.policy.HTTP).parsebytes(
-        b"Content-Type: " + content_type.encode("latin-1") + b"\r\n\r\n" + body
-    )
+    try:
+        message = BytesParser(policy=email.policy.HTTP).parsebytes(
+            b"Content-Type: " + content_type.encode("latin-1") + b"\r\n\r\n" + body
+        )
+    except RecursionError:
+        raise InputError("body", _NESTED) from None
     if not message.is_multipart():
         raise InputError("body", "malformed multipart/form-data body")
     parts: dict[str, bytes] = {}
     for part in message.iter_parts():
+        if part.is_multipart():
+            raise InputError("body", _NESTED)
         name = part.get_param("name", header="content-disposition")
         if name:
             parts[str(name)] = part.get_payload(decode=True) or b""

@@ -4,7 +4,8 @@ Every RPC calls the use case the HTTP route calls, on the same process state (th
 lock, the runtime config, the canary and calibration): Schedule `service.planning` (then the shadow's and the
 canary's background work), Filter and Prioritize `service.k8s`, Explain `service.explaining`, ReportEvent
 `service.replanning`. Errors are the HTTP API's: a refused field is
-INVALID_ARGUMENT with `<field>: <fault>` as its details (the 422's `detail`), an unknown plan NOT_FOUND, an event
+INVALID_ARGUMENT with `<field>: <fault>` as its details (the 422's `detail`; bytes that are no such message
+`body: not a valid <message> message`), an unknown plan NOT_FOUND, an event
 out of order FAILED_PRECONDITION; ReportEvent, like POST /v1/events, needs `authorization: Bearer <token>` in the
 call's metadata (UNAUTHENTICATED without it, PERMISSION_DENIED when the server has no token). A malformed
 ExtenderArgs is INVALID_ARGUMENT naming the field (over HTTP kube-scheduler needs a 200 whose `error` says it).
@@ -60,6 +61,8 @@ def _handler(method: Callable[..., Any]) -> Callable[..., Any]:
     async def call(self: SchedulerService, request: Any, context: grpc.aio.ServicerContext) -> Any:
         code, details = grpc.StatusCode.OK, ""
         try:
+            if type(request) is Undecodable:
+                raise InputError("body", f"not a valid {request.message} message ({request.error})")
             return method(self, request, context)
         except InputError as err:
             code, details = grpc.StatusCode.INVALID_ARGUMENT, str(err) if err.field else err.fault
@@ -75,6 +78,49 @@ def _handler(method: Callable[..., Any]) -> Callable[..., Any]:
         await context.abort(code, details)
 
     return call
+
+
+class Undecodable:
+    """What a request whose bytes do not decode arrives as (the RPC answers INVALID_ARGUMENT saying so): grpc
+    would answer UNKNOWN and log the parser's error as the server's own."""
+
+    __slots__ = ("error", "message")
+
+    def __init__(self, message: str, error: Exception) -> None:
+        self.message, self.error = message, f"{type(error).__name__}: {error}"
+
+
+class _DecodeRequests(grpc.aio.ServerInterceptor):
+    """Each method's request deserializer, wrapped to give `Undecodable` for bytes that are no such message."""
+
+    def __init__(self) -> None:
+        self.handlers: dict[str, Any] = {}
+
+    async def intercept_service(
+        self, continuation: Callable[[grpc.HandlerCallDetails], Any], details: grpc.HandlerCallDetails
+    ) -> Any:
+        method = details.method
+        wrapped = self.handlers.get(method)
+        if wrapped is None:
+            handler = await continuation(details)
+            decode = getattr(handler, "request_deserializer", None)
+            if decode is None:
+                return handler
+            wrapped = self.handlers[method] = handler._replace(request_deserializer=_tolerant(decode))
+        return wrapped
+
+
+def _tolerant(decode: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
+    message = getattr(getattr(decode, "__self__", None), "DESCRIPTOR", None)
+    name = message.full_name if message is not None else "request"
+
+    def decode_or_say(raw: bytes) -> Any:
+        try:
+            return decode(raw)
+        except Exception as err:  # noqa: BLE001  (protobuf's DecodeError, or any parser fault: the client's bytes)
+            return Undecodable(name, err)
+
+    return decode_or_say
 
 
 def _struct(value: Any) -> Any:
@@ -307,7 +353,8 @@ class Server:
         async def serve() -> None:
             limit = state.settings.max_body_bytes
             self.server = grpc.aio.server(
-                options=[("grpc.max_receive_message_length", limit), ("grpc.so_reuseport", 1)]
+                interceptors=[_DecodeRequests()],
+                options=[("grpc.max_receive_message_length", limit), ("grpc.so_reuseport", 1)],
             )
             pb_grpc.add_SchedulerServicer_to_server(SchedulerService(state), self.server)
             self.port = self.server.add_insecure_port(f"{host}:{port}")
