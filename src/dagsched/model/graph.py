@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from dagsched.model.compiled import EPS, CompiledProblem, FloatArray, IntArray
+from dagsched.model.ranks import njit
 
 
 def levels(cp: CompiledProblem) -> IntArray:
@@ -17,21 +20,25 @@ def levels(cp: CompiledProblem) -> IntArray:
     return level
 
 
-def longest_path_s(cp: CompiledProblem, task_time_s: FloatArray, with_data: bool = False) -> FloatArray:
-    """Per workflow, the longest path of `task_time_s` (plus mean transfers if `with_data`)."""
-    finish = np.zeros(cp.n_tasks, dtype=np.float64)
-    for t in cp.topo:
-        t = int(t)
-        start = 0.0
-        lo, hi = cp.pred_ptr[t], cp.pred_ptr[t + 1]
-        for k in range(lo, hi):
-            p = int(cp.pred_idx[k])
-            arrival = finish[p] + (cp.mean_comm_s(float(cp.pred_data[k])) if with_data else 0.0)
-            start = max(start, arrival)
-        finish[t] = start + task_time_s[t]
+def longest_path_s(cp: CompiledProblem, task_time_s: FloatArray) -> FloatArray:
+    """Per workflow, the longest path of `task_time_s` (free transfers)."""
+    finish = _finish_times(cp.topo, cp.pred_ptr, cp.pred_idx, np.asarray(task_time_s, dtype=np.float64))
     out = np.zeros(cp.n_workflows, dtype=np.float64)
     np.maximum.at(out, cp.task_wf, finish)
     return out
+
+
+@njit(cache=True)
+def _finish_times(topo: Any, pred_ptr: Any, pred_idx: Any, task_time_s: Any) -> Any:
+    """Each task's earliest finish when every task starts as soon as its parents finished (compiled: a plan's
+    bounds and deadlines ask for it several times per request)."""
+    finish = np.zeros(len(task_time_s), dtype=np.float64)
+    for t in topo:
+        start = 0.0
+        for k in range(pred_ptr[t], pred_ptr[t + 1]):
+            start = max(start, finish[pred_idx[k]])
+        finish[t] = start + task_time_s[t]
+    return finish
 
 
 def critical_path_s(cp: CompiledProblem) -> FloatArray:
