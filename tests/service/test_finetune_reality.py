@@ -20,7 +20,8 @@ from dagsched.service import finetune as ft
 from dagsched.service.app import create_app
 from dagsched.service.replay import DRIFT, drift_nodes, ml_pipeline, plan_and_run
 from dagsched.service.settings import Settings
-from dagsched.service.store import Store, metadata
+from dagsched.service.store import Store
+from dagsched.service.store.schema import metadata
 
 from .conftest import AUTH, TOKEN
 from .test_finetune import fixed_judge
@@ -74,9 +75,9 @@ def test_a_faulty_log_is_refused_naming_the_faults(
     stored is lost; `--allow-faults` trains without that run."""
     _, url = executed
     store = Store(url)
-    root = store.executed_roots(0.0, "test", 1)[0]["id"]
-    finished = [e for e in store.events(root) if e["kind"] == "task_finished"][0]
-    store.add_event(root, "task_finished", finished["task"], finished["node"], finished["at"], {"elapsed_s": None})
+    root = store.events.executed_roots(0.0, "test", 1)[0]["id"]
+    finished = [e for e in store.events.of_chain(root) if e["kind"] == "task_finished"][0]
+    store.events.add(root, "task_finished", finished["task"], finished["node"], finished["at"], {"elapsed_s": None})
     store.close()
     before = _counts(url)
     with pytest.raises(ft.LogRefused) as err:

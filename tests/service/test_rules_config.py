@@ -125,7 +125,7 @@ def test_a_stored_config_with_a_retired_key_still_loads(make_settings) -> None:
     stored = {**RuntimeConfig().model_dump(mode="json"), "temperature": 0.5, "shadow": "cpop",
               "rules": {"not-n2": 'node.id != "n2"'}}  # fmt: skip
     store = Store(settings.store_url)
-    store.publish(config=stored)
+    store.runtime.publish(config=stored)
     with TestClient(create_app(settings)) as c:
         state = c.app.state.service
         live = c.get("/v1/config").json()
@@ -133,12 +133,14 @@ def test_a_stored_config_with_a_retired_key_still_loads(make_settings) -> None:
         assert state.sync_error is None
         plan = c.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes(), "scheduler": "heft"}).json()
         assert {a["node"] for a in plan["assignments"]} == {"n1"}  # the stored rule applies
-        store.publish(config={**stored, "shadow": "peft", "temperature": 0.0})  # another old replica publishes
+        store.runtime.publish(config={**stored, "shadow": "peft", "temperature": 0.0})  # another old replica publishes
         assert state.sync() is True and state.sync_error is None
         assert c.get("/v1/config").json()["shadow"] == "peft"
-        store.publish(config={**stored, "shadow": "peft", "temperature": 0.3})  # the same settings but a retired key
+        store.runtime.publish(
+            config={**stored, "shadow": "peft", "temperature": 0.3}
+        )  # the same settings but a retired key
         assert state.sync() is False  # no change to apply
-    serving = store.serving_state()
+    serving = store.runtime.serving_state()
     assert serving is not None and serving["config"]["temperature"] == 0.3  # nothing stored was rewritten
     store.close()
     assert config_from_stored({"temperature": 1.0, "shadow": "heft"}).shadow == "heft"

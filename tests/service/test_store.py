@@ -83,39 +83,39 @@ def test_plan_and_decisions_round_trip(store: Store) -> None:
          "latency_ms": 0.25, "model_version": "v1", "environment": "prod"}
         for i, t in enumerate(("a", "b"))
     ]  # fmt: skip
-    store.save_plan(plan, rows)
-    got = store.get_plan(pid)
+    store.plans.save(plan, rows)
+    got = store.plans.get(pid)
     assert got is not None
     assert {k: got[k] for k in plan} == plan
     assert got["created_at"] > 0
-    decisions = store.decisions(workflow=wf)
+    decisions = store.plans.decisions(workflow=wf)
     assert [(d["task"], d["node"], d["start"], d["scores"]) for d in decisions] == [
         ("b", "n1", 1.0, [{"node": "n1", "score": 1.5}]),
         ("a", "n1", 0.0, [{"node": "n1", "score": 1.5}]),
     ]
-    assert store.planned_node(wf, "b") == "n1" and store.planned_node(wf, "zz") is None
-    assert store.latest_revision(pid)["id"] == pid
-    assert store.get_plan("missing") is None
+    assert store.plans.planned_node(wf, "b") == "n1" and store.plans.planned_node(wf, "zz") is None
+    assert store.plans.latest_revision(pid)["id"] == pid
+    assert store.plans.get("missing") is None
 
 
 def test_events_models_and_shadow_round_trip(store: Store) -> None:
     """Events come back in time order with their payload; model versions newest first; shadow rows as written."""
     root = uuid.uuid4().hex
-    store.add_event(root, "task_started", "a", "n1", 1.0, {"elapsed_s": None})
-    store.add_event(root, "node_down", None, "n1", 0.5, {"k": [1]})
-    assert [(e["kind"], e["at"], e["payload"]) for e in store.events(root)] == [
+    store.events.add(root, "task_started", "a", "n1", 1.0, {"elapsed_s": None})
+    store.events.add(root, "node_down", None, "n1", 0.5, {"k": [1]})
+    assert [(e["kind"], e["at"], e["payload"]) for e in store.events.of_chain(root)] == [
         ("node_down", 0.5, {"k": [1]}),
         ("task_started", 1.0, {"elapsed_s": None}),
     ]
     version = f"v-{root[:6]}"
-    store.add_model_version(version, "f" * 64, "upload", {"architecture": {"hidden": 16}}, 123.0)
-    top = store.model_history(limit=1)[0]
+    store.models.add_version(version, "f" * 64, "upload", {"architecture": {"hidden": 16}}, 123.0)
+    top = store.models.history(limit=1)[0]
     assert (top["version"], top["sha256"], top["source"], top["meta"]) == (
         version, "f" * 64, "upload", {"architecture": {"hidden": 16}},
     )  # fmt: skip
     row = {"plan_id": root, "live": "drl", "shadow": "heft", "live_makespan": 9.0, "live_cost": 1.0,
            "shadow_makespan": 10.0, "shadow_cost": 2.0, "environment": "prod"}  # fmt: skip
-    store.add_shadow(row)
-    got = next(r for r in store.shadow_rows() if r["plan_id"] == root)
+    store.plans.add_shadow(row)
+    got = next(r for r in store.plans.shadow_rows() if r["plan_id"] == root)
     assert {k: got[k] for k in row} == row
     store.ping()

@@ -1,0 +1,92 @@
+"""What clients reported about their plans (`events`), and which plans ran: the store's view of reality."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import sqlalchemy as sa
+
+from dagsched.service.store.schema import events, plans
+
+
+class Events:
+    """Reads and writes of `events`, and the plans that have them; every method is one short transaction."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+
+    def add(
+        self, root_id: str, kind: str, task: str | None, node: str | None, at: float, payload: dict[str, Any]
+    ) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                events.insert().values(
+                    root_id=root_id, kind=kind, task=task, node=node, at=at, payload=payload, created_at=time.time()
+                )
+            )
+
+    def of_chain(self, root_id: str) -> list[dict[str, Any]]:
+        """The events of one chain, by time reported (`at`), then in the order they were stored."""
+        q = sa.select(events).where(events.c.root_id == root_id).order_by(events.c.at, events.c.id)
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(q).mappings()]
+
+    def of_chains(self, root_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+        """The events of each chain, in the order they were stored (not sorted by time: an audit checks that)."""
+        out: dict[str, list[dict[str, Any]]] = {r: [] for r in root_ids}
+        with self.engine.connect() as conn:
+            for i in range(0, len(root_ids), 500):
+                chunk = root_ids[i : i + 500]
+                q = sa.select(events).where(events.c.root_id.in_(chunk)).order_by(events.c.id)
+                for row in conn.execute(q).mappings():
+                    out[row["root_id"]].append(dict(row))
+        return out
+
+    def executed_roots(self, since: float, environment: str | None, limit: int) -> list[dict[str, Any]]:
+        """The newest `limit` first plans created at or after `since` (of `environment`, or any) that have events:
+        id, workflow, scheduler, environment, created_at, makespan, request, response."""
+        has_events = sa.exists().where(events.c.root_id == plans.c.id)
+        q = sa.select(
+            plans.c.id, plans.c.workflow, plans.c.scheduler, plans.c.environment, plans.c.created_at,
+            plans.c.makespan, plans.c.request, plans.c.response,
+        ).where(plans.c.id == plans.c.root_id, plans.c.created_at >= since, has_events)  # fmt: skip
+        if environment is not None:
+            q = q.where(plans.c.environment == environment)
+        q = q.order_by(plans.c.created_at.desc(), plans.c.id).limit(limit)
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(q).mappings()]
+
+    def executed_per_environment(self, since: float) -> dict[str, int]:
+        """First plans with events, created at or after `since`, by environment label."""
+        has_events = sa.exists().where(events.c.root_id == plans.c.id)
+        q = (
+            sa.select(plans.c.environment, sa.func.count())
+            .where(plans.c.id == plans.c.root_id, plans.c.created_at >= since, has_events)
+            .group_by(plans.c.environment)
+        )
+        with self.engine.connect() as conn:
+            return {str(label): int(n) for label, n in conn.execute(q)}
+
+    def foreign_replans(self, root_ids: list[str], environment: str) -> list[tuple[str, str, str]]:
+        """(root id, plan id, label) of the re-plans of those chains stored with another environment label."""
+        out: list[tuple[str, str, str]] = []
+        with self.engine.connect() as conn:
+            for i in range(0, len(root_ids), 500):
+                q = sa.select(plans.c.root_id, plans.c.id, plans.c.environment).where(
+                    plans.c.root_id.in_(root_ids[i : i + 500]),
+                    plans.c.id != plans.c.root_id,
+                    plans.c.environment != environment,
+                )
+                out += [(str(r), str(p), str(e)) for r, p, e in conn.execute(q)]
+        return out
+
+    def after(self, after_id: int, created_since: float) -> list[tuple[int, str]]:
+        """(id, root_id) of the events stored after event `after_id` and at or after `created_since`, in order."""
+        q = (
+            sa.select(events.c.id, events.c.root_id)
+            .where(events.c.id > after_id, events.c.created_at >= created_since)
+            .order_by(events.c.id)
+        )
+        with self.engine.connect() as conn:
+            return [(int(i), str(r)) for i, r in conn.execute(q)]

@@ -1,0 +1,39 @@
+"""Short leases (`leases`): one replica at a time does a shared job (an online fine-tune)."""
+
+from __future__ import annotations
+
+import time
+
+import sqlalchemy as sa
+
+from dagsched.service.store.schema import leases
+
+
+class Leases:
+    """Take and release named leases; each call is one short transaction."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+
+    def take(self, name: str, holder: str, seconds: float) -> bool:
+        """Hold `name` for `seconds` unless another holder's lease is still running; True when held."""
+        now = time.time()
+        try:
+            with self.engine.begin() as conn:
+                done = conn.execute(
+                    leases.update()
+                    .where(leases.c.name == name, sa.or_(leases.c.until < now, leases.c.holder == holder))
+                    .values(holder=holder, until=now + seconds)
+                )
+                if done.rowcount:
+                    return True
+                if conn.execute(sa.select(leases.c.name).where(leases.c.name == name)).first() is None:
+                    conn.execute(leases.insert().values(name=name, holder=holder, until=now + seconds))
+                    return True
+        except sa.exc.IntegrityError:
+            return False
+        return False
+
+    def release(self, name: str, holder: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(leases.update().where(leases.c.name == name, leases.c.holder == holder).values(until=0.0))

@@ -1,0 +1,89 @@
+"""What every replica serves (`serving`), the canary's plans and steps, and the online fine-tunes' records."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import sqlalchemy as sa
+
+from dagsched.service.store.schema import canary, canary_steps, finetune_runs, serving
+
+
+class Runtime:
+    """Reads and writes of `serving`, `canary`, `canary_steps` and `finetune_runs`; each one short transaction."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+
+    def serving_state(self) -> dict[str, Any] | None:
+        """The serving row (revision, model_sha256, model_source, config), or None before anything was published."""
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(serving).where(serving.c.key == "live")).mappings().first()
+        return dict(row) if row else None
+
+    def publish(
+        self, model_sha256: str | None = None, model_source: str | None = None, config: dict[str, Any] | None = None
+    ) -> int:
+        """Change what every replica serves (the fields given; the others stay) and bump the revision: returns it."""
+        values: dict[str, Any] = {"updated_at": time.time()}
+        if model_sha256 is not None:
+            values |= {"model_sha256": model_sha256, "model_source": model_source}
+        if config is not None:
+            values["config"] = config
+        for attempt in range(20):
+            try:
+                with self.engine.begin() as conn:
+                    q = serving.update().where(serving.c.key == "live")
+                    done = conn.execute(q.values(revision=serving.c.revision + 1, **values))
+                    if done.rowcount == 0:
+                        conn.execute(serving.insert().values(key="live", revision=1, **values))
+                    return int(conn.execute(sa.select(serving.c.revision).where(serving.c.key == "live")).scalar_one())
+            except sa.exc.IntegrityError:  # two replicas created the row at once: the update finds it now
+                if attempt == 19:
+                    raise
+        raise AssertionError("unreachable")
+
+    # ---- canary ------------------------------------------------------------------------------
+
+    def add_canary(self, row: Mapping[str, Any]) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(canary.insert().values(created_at=time.time(), **row))
+
+    def canary_rows(self, canary_id: str, fraction: float | None = None) -> list[dict[str, Any]]:
+        q = sa.select(canary).where(canary.c.canary_id == canary_id)
+        if fraction is not None:
+            q = q.where(canary.c.fraction == fraction)
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(q.order_by(canary.c.id)).mappings()]
+
+    def canary_steps(self, canary_id: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
+        """The steps of one canary in order, or (None) the newest steps of every canary, newest first."""
+        q = sa.select(canary_steps)
+        if canary_id is not None:
+            q = q.where(canary_steps.c.canary_id == canary_id).order_by(canary_steps.c.seq)
+        else:
+            q = q.order_by(canary_steps.c.id.desc())
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(q.limit(limit)).mappings()]
+
+    def add_canary_step(self, row: Mapping[str, Any]) -> bool:
+        """Record a step; False when another replica took that step number first (nothing is written)."""
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(canary_steps.insert().values(created_at=time.time(), **row))
+        except sa.exc.IntegrityError:
+            return False
+        return True
+
+    # ---- online fine-tuning ------------------------------------------------------------------
+
+    def add_finetune_run(self, row: Mapping[str, Any]) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(finetune_runs.insert().values(**row))
+
+    def finetune_runs(self, limit: int = 50) -> list[dict[str, Any]]:
+        q = sa.select(finetune_runs).order_by(finetune_runs.c.id.desc()).limit(limit)
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(q).mappings()]
