@@ -191,7 +191,7 @@ def gap(
 
 def register(app: typer.Typer) -> None:
     """Add `serve`, `gap` and `finetune` to a Typer app (the `dagsched` command)."""
-    from dagsched.service.finetune import finetune_command
+    from dagsched.service.finetune_cli import finetune_command
 
     app.command("serve")(serve)
     app.command("gap")(gap)
