@@ -42,7 +42,8 @@ def test_ray_matches_in_process(tmp_path: Path) -> None:
     suite = _suite(1, ("heft", "random"))  # 1 problem x 2 modes x 2 schedulers x 2 seeds = 8 cells
     suite = Suite("par", suite.entries, (CLOUD,), suite.schedulers)  # 4 cells
     run_suite(suite, tmp_path / "inproc", workers=0, progress=False)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    # a Ray of its own: without address="local", ray.init joins a cluster already running on the machine
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         summary = run_suite(suite, tmp_path / "ray", use_ray=True, chunk_size=2, progress=False)
     finally:
