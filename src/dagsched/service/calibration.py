@@ -34,7 +34,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -373,30 +373,3 @@ class Calibrator:
                 log.warning("%s", self.error)
                 return self._factors or Factors(min_runs=settings.min_runs, computed_at=now)
             return self._factors
-
-
-def summarise(values: Iterable[float]) -> dict[str, Any]:
-    """count, median, p10, p90 (and p25, p75, min, max for the dashboard's box plots) of ratios."""
-    a = np.asarray(list(values), dtype=np.float64)
-    if len(a) == 0:
-        return {
-            "count": 0,
-            "median": None,
-            "p10": None,
-            "p90": None,
-            "p25": None,
-            "p75": None,
-            "min": None,
-            "max": None,
-        }
-    q = np.quantile(a, [0.1, 0.25, 0.5, 0.75, 0.9])
-    return {
-        "count": int(len(a)),
-        "median": float(q[2]),
-        "p10": float(q[0]),
-        "p90": float(q[4]),
-        "p25": float(q[1]),
-        "p75": float(q[3]),
-        "min": float(a.min()),
-        "max": float(a.max()),
-    }

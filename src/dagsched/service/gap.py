@@ -14,12 +14,32 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from dagsched.service.calibration import Factors, summarise
+import numpy as np
+
+from dagsched.service.calibration import Factors
 from dagsched.service.chain import OVERRUN_RATIO, overran
 from dagsched.service.reality import RunLog, TaskRun
 
 POINTS = 500
 """Newest runs drawn in the plan-vs-achieved scatter."""
+
+
+def summarise(values: Iterable[float]) -> dict[str, Any]:
+    """count, median, p10, p90 (and p25, p75, min, max for the dashboard's box plots) of ratios."""
+    a = np.asarray(list(values), dtype=np.float64)
+    if len(a) == 0:
+        return {"count": 0, **dict.fromkeys(("median", "p10", "p90", "p25", "p75", "min", "max"))}
+    q = np.quantile(a, [0.1, 0.25, 0.5, 0.75, 0.9])
+    return {
+        "count": int(len(a)),
+        "median": float(q[2]),
+        "p10": float(q[0]),
+        "p90": float(q[4]),
+        "p25": float(q[1]),
+        "p75": float(q[3]),
+        "min": float(a.min()),
+        "max": float(a.max()),
+    }
 
 
 def _group(tasks: Iterable[TaskRun], key: Callable[[TaskRun], str]) -> list[dict[str, Any]]:
