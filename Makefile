@@ -16,7 +16,8 @@ $(STAMP): requirements.lock pyproject.toml
 
 # the product's main job: the scheduling service on localhost:8080 (HTTP) and localhost:50051 (gRPC) with the shipped
 # model and a SQLite store, and a demo client that fills it with plans, decisions, executed runs and metrics (Ctrl-C
-# stops it); `make run PORT=8081 GRPC_PORT=50052` where those ports are taken
+# or SIGTERM stops both, and the recipe ends with status 0); `make run PORT=8081 GRPC_PORT=50052` where those ports
+# are taken
 PORT ?= 8080
 GRPC_PORT ?= 50051
 run: serve
@@ -26,7 +27,7 @@ serve: $(STAMP)
 	export DAGSCHED_API_TOKEN=$${DAGSCHED_API_TOKEN:-dev-token}; \
 	  $(VENV)/bin/dagsched serve --host 127.0.0.1 --port $(PORT) \
 	  --grpc-port $(GRPC_PORT) --store sqlite:///results/service.sqlite --report-dir docs/results/standard-hetero-16 & pid=$$!; \
-	  trap "kill $$pid" EXIT INT TERM; \
+	  trap 'kill $$pid 2>/dev/null' EXIT; trap 'kill $$pid 2>/dev/null; wait $$pid 2>/dev/null; exit 0' INT TERM; \
 	  $(PY) -m dagsched.service.demo --url http://127.0.0.1:$(PORT) --count 40; wait $$pid
 
 # the gRPC service's Python stubs, committed beside their .proto (tests/service/test_grpc.py checks they match it)

@@ -111,6 +111,7 @@ def write_document(data: dict[str, Any], path: PathLike) -> None:
     if gzipped:
         raw = gzip.compress(raw, mtime=0)
     target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)  # `--out tour/ml.yaml` makes tour/, as `--out-dir` does
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:

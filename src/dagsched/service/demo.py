@@ -138,4 +138,7 @@ def executed(client: httpx.Client, count: int) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:  # Ctrl-C under `make run`: stop quietly, the service is stopped beside it
+        raise SystemExit(130) from None
