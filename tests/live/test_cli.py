@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -77,3 +78,54 @@ def test_bad_input_is_refused_naming_the_field(tmp_path: Path, workflow: str, cl
     assert field in done.stderr
     if cluster == "hetero-16":
         assert "at most 8 Ray nodes" in done.stderr.replace("\n", " ")
+
+
+def _journal_done(url: str) -> list[tuple[str, str]]:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as db:
+            rows = db.execute(sa.text("select run_id, task from live_attempts where outcome = 'done'")).all()
+    except sa.exc.OperationalError:
+        return []
+    finally:
+        engine.dispose()
+    return [(r[0], r[1]) for r in rows]
+
+
+def test_sigterm_cancels_the_run_and_resume_runs_only_what_was_left(
+    tmp_path: Path, ray_tmp: tuple[dict[str, str], str]
+) -> None:
+    env, folder = ray_tmp
+    lines = ["name: chain", "tasks:"]
+    for i in range(8):
+        deps = f", dependencies: [t{i - 1}]" if i else ""
+        lines.append(f"  - {{id: t{i}, runtime: 2{deps}}}")
+    wf = tmp_path / "chain.yaml"
+    wf.write_text("\n".join(lines) + "\n")
+    url = f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    args = ["run", "-w", str(wf), "-c", str(EXAMPLES / "two-small-nodes.yaml"), "-s", "heft", "--store", url]
+    run = subprocess.Popen([*CLI, *args, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 180
+    while len(_journal_done(url)) < 2 and time.monotonic() < deadline and run.poll() is None:
+        time.sleep(0.2)
+    run.send_signal(signal.SIGTERM)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 130, err[-2000:]
+    assert "--resume" in err
+    deadline = time.monotonic() + 10
+    while _ray_processes(folder) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _ray_processes(folder) == []
+    first = _journal_done(url)
+    assert 2 <= len(first) < 8
+    run_id = first[0][0]
+    resume = [*CLI, "run", "--resume", run_id, "--store", url, "--json"]
+    done = subprocess.run(resume, capture_output=True, text=True, env=env, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout)
+    assert out["valid"] is True and out["run_id"] != run_id
+    rows = _journal_done(url)
+    assert sorted(task for _, task in rows) == [f"t{i}" for i in range(8)]  # each task done once, over both runs
+    assert {task for rid, task in rows if rid == out["run_id"]} == {f"t{i}" for i in range(len(first), 8)}

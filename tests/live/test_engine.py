@@ -25,7 +25,7 @@ SCALE = 0.002  # wall seconds per problem second
 @dataclass
 class FakeExecutor:
     """Ends each launched task after its work at the time scale; fails the first `fails[t]` runs of task t; loses
-    node `lose_node` at problem time `lose_at`."""
+    node `lose_node` at the first wait after problem time `lose_at` while a task runs on it."""
 
     cp: CompiledProblem
     fails: dict[int, int] = field(default_factory=dict)
@@ -47,7 +47,8 @@ class FakeExecutor:
         deadline = time.monotonic() + min(timeout_s, 1.0)
         while True:
             now = time.monotonic()
-            if self.lose_node is not None and now - self.start >= self.lose_at * SCALE:
+            on_it = self.lose_node is not None and any(r[2] == self.lose_node for r in self.running.values())
+            if on_it and now - self.start >= self.lose_at * SCALE:
                 nd, self.lose_node = self.lose_node, None
                 self.running = {t: r for t, r in self.running.items() if r[2] != nd}
                 return [NodeLost(nd)]

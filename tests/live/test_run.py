@@ -111,3 +111,51 @@ def test_rays_own_scheduler_runs_the_whole_dag(ray_cluster: RayCluster) -> None:
     assert result.valid, result.violations
     _done_once(cp, result)
     assert result.metrics["makespan"] > 0
+
+
+def test_a_failing_command_is_retried_then_its_workflow_fails_and_the_others_go_on(ray_cluster: RayCluster) -> None:
+    bad = workflow_from_native(
+        {
+            "name": "bad",
+            "tasks": [
+                {"id": "breaks", "runtime": 1, "retries": 1, "run": {"command": ["sh", "-c", "exit 3"]}},
+                {"id": "after", "runtime": 1, "dependencies": ["breaks"], "run": {"command": ["true"]}},
+            ],
+        }
+    )
+    good = workflow_from_native(
+        {"name": "good", "tasks": [{"id": "echo", "runtime": 1, "run": {"command": ["echo", "ok"]}}]}
+    )
+    cp = _problem(bad, good)
+    result = run_live(cp, "fcfs", ray_cluster, time_scale=0.1)
+    assert [(f.workflow, f.task) for f in result.failures] == [("bad", "breaks")]
+    assert result.failures[0].node in {n.id for n in SMALL_CLUSTER.nodes}
+    assert "exited with status 3" in result.failures[0].reason
+    outcomes = Counter((cp.task_name(a.task), a.outcome) for a in result.trace.attempts)
+    assert outcomes == {("bad/breaks", "error"): 2, ("good/echo", "done"): 1}
+    assert result.outputs == {"good/echo": "ok\n"}
+    assert result.valid, result.violations
+
+
+def test_a_node_lost_mid_run_its_tasks_run_again_elsewhere(ray_cluster: RayCluster) -> None:
+    """The fast node's raylet is killed while tasks run on it: they fail with it, the scheduler sees it down and
+    places them elsewhere, and the run completes with every task done once (this test runs last: the node stays
+    lost)."""
+    cp = _stream()
+    fast = 1
+    killed: list[float] = []
+
+    def kill_fast(engine) -> None:  # type: ignore[no-untyped-def]
+        if not killed and engine.n_done >= 2 and engine.running_on[fast]:
+            killed.append(engine.now)
+            ray_cluster.remove_node(fast)
+
+    result = run_live(cp, "heft", ray_cluster, time_scale=0.02, on_step=kill_fast)
+    assert killed
+    assert result.valid, result.violations
+    _done_once(cp, result)
+    failed = [a for a in result.trace.attempts if a.outcome == "failed"]
+    assert failed and {a.node for a in failed} == {fast}
+    assert [o.node for o in result.trace.outages] == [fast]
+    outage = result.trace.outages[0].start
+    assert all(a.node != fast for a in result.trace.attempts if a.start >= outage)

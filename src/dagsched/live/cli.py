@@ -8,7 +8,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -62,9 +62,10 @@ def register(app: Any) -> None:
     @app.command("run")  # type: ignore[untyped-decorator]
     def run_cmd(
         workflow: Annotated[
-            list[Path], typer.Option("--workflow", "-w", help="workflow file (native, WfFormat); repeat for several")
-        ],
-        cluster: Annotated[str, typer.Option("--cluster", "-c", help="cluster preset name or file")],
+            list[Path] | None,
+            typer.Option("--workflow", "-w", help="workflow file (native, WfFormat); repeat for several"),
+        ] = None,
+        cluster: Annotated[str | None, typer.Option("--cluster", "-c", help="cluster preset name or file")] = None,
         scheduler: Annotated[str, typer.Option("--scheduler", "-s", help="a registered scheduler, or 'ray'")] = "heft",
         ray_address: Annotated[
             str, typer.Option("--ray", help="'local': start a loopback Ray cluster shaped like --cluster; or ADDRESS")
@@ -79,6 +80,12 @@ def register(app: Any) -> None:
             float, typer.Option(min=0.0, max=5.0, help="hidden runtime noise CV of emulated tasks")
         ] = 0.0,
         seed: int = 1,
+        store: Annotated[
+            str | None, typer.Option(help="SQLAlchemy URL of the run journal (e.g. sqlite:///runs.sqlite)")
+        ] = None,
+        resume: Annotated[
+            str | None, typer.Option(help="RUN_ID of a journalled run (--store): run only what it had not finished")
+        ] = None,
         trace: Annotated[Path | None, typer.Option(help="write the trace (.json or .csv), on the run's times")] = None,
         gantt: Annotated[Path | None, typer.Option(help="write a Gantt chart PNG of what ran")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="print one JSON object on one line")] = False,
@@ -90,22 +97,66 @@ def register(app: Any) -> None:
         --time-scale, and hand their children payloads of their edges' sizes x --data-scale). Prints the metrics
         of `simulate`, the simulator's prediction of the same run (predicted_makespan, predicted_completion_mean)
         and sim_real_gap (achieved / predicted - 1). `-s ray` leaves the placement to Ray's own scheduler.
+        With --store every finished attempt is journalled; Ctrl-C or SIGTERM cancels the running tasks, and
+        `--resume RUN_ID` later runs only what had not finished.
         """
         from dagsched.live.cluster import join, start_local
-        from dagsched.live.run import RAY_BASELINE, check_payloads, run_live, run_ray_baseline
+        from dagsched.live.journal import Journal
+        from dagsched.live.run import RAY_BASELINE, check_payloads, resumed_tasks, run_live, run_ray_baseline
         from dagsched.schedulers import make_scheduler
 
+        journal, done_before, resumed_from = None, None, None
         try:
+            if resume is not None and store is None:
+                raise InputError("--resume", "give the --store the run was journalled in")
+            if store is not None:
+                journal = Journal(store)
+            if resume is not None:
+                assert journal is not None
+                earlier = journal.load(resume)
+                if earlier.status == "done":
+                    raise InputError("--resume", f"run {resume} finished: nothing is left to run")
+                a = earlier.args
+                workflow = [Path(p) for p in a["workflows"]]
+                cluster, scheduler, ray_address = a["cluster"], a["scheduler"], a["ray"]
+                time_scale, data_scale, noise_cv, seed = a["time_scale"], a["data_scale"], a["noise_cv"], a["seed"]
+                resumed_from = resume
+            if not workflow:
+                raise InputError("--workflow", "give at least one workflow file")
+            if cluster is None:
+                raise InputError("--cluster", "give the cluster the workflows run on (a preset name or a file)")
             cp = _load(workflow, cluster)
             if scheduler != RAY_BASELINE:
                 make_scheduler(scheduler)
+            elif resume is not None:
+                raise InputError("--resume", "Ray's own scheduler runs a DAG whole: it cannot resume one")
             check_payloads(cp, data_scale)
             _check_functions(cp)
+            if resume is not None:
+                assert journal is not None
+                done_before = resumed_tasks(cp, journal.load(resume).done)
         except InputError as err:
             raise _fail(err) from None
+        args = {
+            "workflows": [str(Path(p).resolve()) for p in workflow],
+            "cluster": str(Path(cluster).resolve()) if Path(cluster).exists() else cluster,
+            "scheduler": scheduler,
+            "ray": ray_address,
+            "time_scale": time_scale,
+            "data_scale": data_scale,
+            "noise_cv": noise_cv,
+            "seed": seed,
+        }
+        run_id = journal.start(args, resumed_from) if journal is not None else None
+        listeners = []
+        if journal is not None and run_id is not None:
+            listeners.append(_journal_listener(journal, run_id))
         out: dict[str, Any] = {"scheduler": scheduler, "seed": seed, "ray": ray_address, "time_scale": time_scale}
+        if run_id is not None:
+            out["run_id"] = run_id
         interrupted = False
-        with stdout_to_stderr(as_json), sigterm_interrupts(), _Progress(cp, as_json) as bar:
+        stack = ExitStack()
+        with stdout_to_stderr(as_json), _Progress(cp, as_json) as bar:
             try:
                 ray_cluster = (
                     start_local(cp.problem.cluster) if ray_address == "local" else join(ray_address, cp.problem.cluster)
@@ -113,6 +164,8 @@ def register(app: Any) -> None:
             except InputError as err:
                 raise _fail(err) from None
             try:
+                # after Ray's start-up, which installs a SIGTERM handler of its own
+                stack.enter_context(sigterm_interrupts())
                 bar.started()
                 if scheduler == RAY_BASELINE:
                     result = run_ray_baseline(
@@ -134,14 +187,26 @@ def register(app: Any) -> None:
                         data_scale=data_scale,
                         noise_cv=noise_cv,
                         on_step=bar.live,
+                        listeners=listeners,
+                        done_before=done_before,
                     )
             except KeyboardInterrupt:
                 interrupted = True
             finally:
+                stack.close()
                 ray_cluster.stop()
         if interrupted:
-            err_console.print("interrupted: the running Ray tasks were cancelled and the Ray cluster stopped")
+            if journal is not None and run_id is not None:
+                journal.finish(run_id, "interrupted")
+                err_console.print(
+                    f"interrupted: the running Ray tasks were cancelled and the Ray cluster stopped; "
+                    f"dagsched run --resume {run_id} --store {store} runs what is left"
+                )
+            else:
+                err_console.print("interrupted: the running Ray tasks were cancelled and the Ray cluster stopped")
             raise typer.Exit(130)
+        if journal is not None and run_id is not None:
+            journal.finish(run_id, "failed" if result.failures else "done")
         out |= result.metrics | {"valid": result.valid}
         if result.predicted is not None:
             guess = result.predicted
@@ -187,6 +252,15 @@ def register(app: Any) -> None:
             raise typer.Exit(1)
         if result.failures:
             raise typer.Exit(1)
+
+
+def _journal_listener(journal: Any, run_id: str) -> Any:
+    """Journal each attempt that ended (starts are not journalled: a run resumes from what finished)."""
+
+    def listen(events: list[tuple[str, dict[str, Any]]]) -> None:
+        journal.record(run_id, [row | {"outcome": kind} for kind, row in events if kind != "started"])
+
+    return listen
 
 
 def _load(workflows: list[Path], cluster: str) -> Any:

@@ -32,7 +32,7 @@ from dagsched.sim.config import SimConfig
 from dagsched.sim.decision import Scheduler
 from dagsched.sim.engine import FAIL, FINISH, WAKE, Simulator
 from dagsched.sim.state import DONE, INF, WAITING, shared
-from dagsched.sim.trace import Trace
+from dagsched.sim.trace import Trace, new_attempt
 
 
 class LiveClock:
@@ -102,6 +102,22 @@ class LiveEngine(Simulator):
         self.step_wall = clock.start_wall
         self.trace.measured = True
 
+    def resume_done(self, done: dict[int, int]) -> None:
+        """Tasks an earlier run finished (task -> node): done at time 0 of this run, as zero-length attempts on
+        their nodes (so the trace still holds every task once), their children counting them as finished; an exit
+        of theirs hands its children no output (what they returned then is not kept)."""
+        succs = self._st.succs
+        for t, nd in sorted(done.items()):
+            self.status[t] = DONE
+            self.node_of[t] = nd
+            self.start_s[t] = self.finish_s[t] = 0.0
+            self.n_done += 1
+            self._preds_left[t] = -1  # never made ready again, not even by its workflow's arrival
+            self.trace.attempts.append(new_attempt((t, nd, 0.0, 0.0, "done", 0.0)))
+            for c in succs[t]:
+                self._preds_left[c] -= 1
+            self.executor.task_done(t)
+
     # ---- what a start does: launch the task on its node --------------------------------------------------------
 
     def _begin(self, t: int) -> None:
@@ -158,6 +174,10 @@ class LiveEngine(Simulator):
         if event.ok:
             self._stop(t, "done")
             self.executor.task_done(t)
+            return
+        if event.status.get("lost"):  # its inputs were lost with a node before it began: no attempt, no error
+            self._stop(t, "failed")
+            self.trace.attempts.pop()  # `_stop` recorded one; a task that never began has none (as in the simulator)
             return
         nd = run.node
         self._stop(t, "error")

@@ -22,6 +22,12 @@ NODE_CHECK_S = 0.5
 """How often (wall seconds) Ray's view of the nodes is read while waiting."""
 
 
+def _node_gone_errors() -> tuple[type[BaseException], ...]:
+    import ray.exceptions as rx
+
+    return (rx.NodeDiedError, rx.WorkerCrashedError, rx.LocalRayletDiedError, rx.TaskUnschedulableError)
+
+
 @dataclass(frozen=True)
 class TaskEnded:
     """A launched task's Ray task ended: `ok`, or why not; `system`: Ray lost it (worker or node died)."""
@@ -89,6 +95,8 @@ class RayExecutor:
     parents: list[list[int]] = field(init=False)
     payloads: list[int] = field(init=False)
     outputs: dict[int, Any] = field(default_factory=dict)  # done task -> its output's object reference
+    output_node: dict[int, int] = field(default_factory=dict)  # done task -> the node its output was made on
+    stdout: dict[int, str] = field(default_factory=dict)  # a done command's stdout, while its children need it
     children_left: list[int] = field(init=False)
     inflight: dict[Any, tuple[int, int, int, float, float, Any]] = field(default_factory=dict)
     lost: set[int] = field(default_factory=set)
@@ -139,6 +147,7 @@ class RayExecutor:
             self.children_left[p] -= 1
             if self.children_left[p] <= 0:
                 self.outputs.pop(p, None)
+                self.stdout.pop(p, None)
 
     def results(self) -> dict[int, Any]:
         """The outputs of the exit tasks that ran (fetched from the object store)."""
@@ -170,13 +179,16 @@ class RayExecutor:
                 ready, _ = ray.wait(refs, num_returns=1, timeout=wait_s)
                 if ready:
                     ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
-                    return [self._ended(ref) for ref in ready]
+                    for ref in ready:
+                        if ref in self.inflight:  # not dropped with a node found lost just before
+                            events.extend(self._ended(ref))
+                    return events
             elif wait_s > 0:
                 time.sleep(wait_s)
             if time.monotonic() >= deadline:
                 return events
 
-    def _ended(self, ref: Any) -> TaskEnded:
+    def _ended(self, ref: Any) -> list[TaskEnded | NodeLost]:
         import ray
 
         t, version, nd, launched, event_wall, output_ref = self.inflight.pop(ref)
@@ -184,14 +196,27 @@ class RayExecutor:
             status = ray.get(ref)
         except ray.exceptions.RayError as err:
             reason = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[:300]
-            return TaskEnded(t, version, False, reason, True, {"node": nd})
+            if isinstance(err, _node_gone_errors()):
+                # its worker or raylet died: the node is lost to this run, whether or not Ray has noticed yet
+                lost: list[TaskEnded | NodeLost] = list(self.check_nodes())
+                if nd not in self.lost:
+                    self.lost.add(nd)
+                    self._drop_node(nd)
+                    lost.append(NodeLost(nd))
+                return lost
+            if isinstance(err, ray.exceptions.ObjectLostError):
+                return [*self._inputs_lost(t, str(err)), TaskEnded(t, version, False, reason, True, {"lost": True})]
+            return [TaskEnded(t, version, False, reason, True, {"node": nd})]
         started = float(status["started"])
         self.report_latency_s.append(max(time.time() - float(status["ended"]), 0.0))
         self.launch_latency_s.append(max(started - launched, 0.0))
         self.dispatch_latency_s.append(max(started - event_wall, 0.0))
         if status["ok"]:
             self.outputs[t] = output_ref
-        return TaskEnded(t, version, bool(status["ok"]), str(status.get("reason", "")), False, status)
+            self.output_node[t] = nd
+            if "stdout" in status:
+                self.stdout[t] = status["stdout"]
+        return [TaskEnded(t, version, bool(status["ok"]), str(status.get("reason", "")), False, status)]
 
     def check_nodes(self) -> list[NodeLost]:
         """Nodes Ray now reports dead that were not known lost (each reported once)."""
@@ -201,11 +226,40 @@ class RayExecutor:
             if nd not in self.lost and not alive.get(rid, False):
                 self.lost.add(nd)
                 lost.append(NodeLost(nd))
-        if lost:
-            for ref, (_, _, nd, *_) in list(self.inflight.items()):
-                if nd in self.lost:
-                    del self.inflight[ref]
+        for event in lost:
+            self._drop_node(event.node)
         return lost
+
+    def _inputs_lost(self, t: int, message: str) -> list[TaskEnded | NodeLost]:
+        """Task t could not fetch a parent's output: the node that held it is gone (whether or not Ray says so
+        yet); the outputs it held are made again where they can be."""
+        events: list[TaskEnded | NodeLost] = list(self.check_nodes())
+        for p in self.parents[t]:
+            ref, on = self.outputs.get(p), self.output_node.get(p, -1)
+            if ref is not None and on >= 0 and on not in self.lost and ref.hex() in message:
+                self.lost.add(on)
+                self._drop_node(on)
+                events.append(NodeLost(on))
+        return events
+
+    def _drop_node(self, nd: int) -> None:
+        """Forget the Ray tasks of a lost node (the engine fails them with the node), and make again, from this
+        process, the outputs that were held only there and are still needed: an emulated payload, a command's
+        stdout. A function's value held only there is lost with it: its children fail (and retry)."""
+        import ray
+
+        for ref, (_, _, on, *_) in list(self.inflight.items()):
+            if on == nd:
+                del self.inflight[ref]
+        for t, on in list(self.output_node.items()):
+            if on != nd or t not in self.outputs:
+                continue
+            run = self.tasks[t].run
+            if run is None:
+                self.outputs[t] = ray.put(bytes(self.payloads[t]) if self.payloads[t] else None)
+            elif run.command is not None:
+                self.outputs[t] = ray.put(self.stdout.get(t, ""))
+            self.output_node[t] = -1
 
     def cancel(self, t: int) -> None:
         """Cancel task t's Ray task if it is running."""

@@ -77,6 +77,50 @@ def _validated(cp: CompiledProblem, trace: Trace, dropped: set[str]) -> tuple[bo
     return not violations, violations
 
 
+class AttemptFeed:
+    """Hands what happened since the last call to listeners: each task start (once per attempt) and each
+    attempt that ended, as `(kind, row)` with kind "started" or the attempt's outcome."""
+
+    def __init__(self, cp: CompiledProblem, listeners: list[Callable[[list[tuple[str, dict[str, Any]]]], None]]):
+        self.cp, self.listeners = cp, listeners
+        self.seen_attempts = 0
+        self.started: set[tuple[int, int]] = set()
+
+    def skip_existing(self, trace: Trace) -> None:
+        self.seen_attempts = len(trace.attempts)
+
+    def _row(self, t: int, nd: int, start: float, end: float | None) -> dict[str, Any]:
+        cp = self.cp
+        row = {"workflow": cp.wf_names[int(cp.task_wf[t])], "task": cp.task_ids[t], "node": cp.node_ids[nd]}
+        return row | {"start_s": start, "end_s": end}
+
+    def __call__(self, engine: LiveEngine) -> None:
+        if not self.listeners:
+            return
+        events: list[tuple[str, dict[str, Any]]] = []
+        for t, run in engine.running.items():
+            if (t, run.version) not in self.started:
+                self.started.add((t, run.version))
+                events.append(("started", self._row(t, run.node, run.start, None)))
+        new = engine.trace.attempts[self.seen_attempts :]
+        self.seen_attempts += len(new)
+        events += [(a.outcome, self._row(a.task, a.node, a.start, a.end)) for a in new]
+        if events:
+            for listen in self.listeners:
+                listen(events)
+
+
+def resumed_tasks(cp: CompiledProblem, done: dict[tuple[str, str], str]) -> dict[int, int]:
+    """An earlier run's done tasks, (workflow, task) -> node id, as task index -> node index of this problem."""
+    nodes = {n: i for i, n in enumerate(cp.node_ids)}
+    out = {}
+    for t in range(cp.n_tasks):
+        key = (cp.wf_names[int(cp.task_wf[t])], cp.task_ids[t])
+        if key in done and done[key] in nodes:
+            out[t] = nodes[done[key]]
+    return out
+
+
 def run_live(
     cp: CompiledProblem,
     scheduler: str,
@@ -87,8 +131,13 @@ def run_live(
     data_scale: float = 1e-4,
     noise_cv: float = 0.0,
     on_step: Callable[[LiveEngine], None] | None = None,
+    listeners: list[Callable[[list[tuple[str, dict[str, Any]]]], None]] | None = None,
+    done_before: dict[int, int] | None = None,
 ) -> LiveResult:
-    """Run every task of `cp` for real on `cluster`, `scheduler` deciding live."""
+    """Run every task of `cp` for real on `cluster`, `scheduler` deciding live.
+
+    `listeners` are told each task start and each attempt's end as they happen (the journal, the service);
+    `done_before` (task -> node) are tasks an earlier run finished: they are not run again."""
     from dagsched.schedulers import make_scheduler
 
     config = live_config(noise_cv)
@@ -98,8 +147,18 @@ def run_live(
     sched = make_scheduler(scheduler)
     executor = RayExecutor(cp, cluster, time_scale, data_scale)
     executor.warm_up()
-    engine = LiveEngine(cp, config, seed, executor, LiveClock(time_scale), on_step)
+    feed = AttemptFeed(cp, listeners or [])
+
+    def stepped(engine: LiveEngine) -> None:
+        feed(engine)
+        if on_step is not None:
+            on_step(engine)
+
+    engine = LiveEngine(cp, config, seed, executor, LiveClock(time_scale), stepped)
     engine.trace.scheduler = scheduler
+    if done_before:
+        engine.resume_done(done_before)
+        feed.skip_existing(engine.trace)
     sched.reset(cp, engine.decision_point(), seed)
     engine.clock = LiveClock(time_scale)  # the run starts now, after the scheduler is ready
     engine.step_wall = engine.clock.start_wall
@@ -108,6 +167,8 @@ def run_live(
     except BaseException:
         executor.cancel_all()
         raise
+    finally:
+        feed(engine)
     wall_s = time.time() - engine.clock.start_wall
     outputs = {cp.task_name(t): value for t, value in executor.results().items()}
     dropped = {cp.task_name(t) for w in engine.failed_workflows for t in range(*_span(cp, w))}

@@ -67,6 +67,7 @@ def execute(spec: dict[str, Any], *inputs: Any) -> tuple[dict[str, Any], Any]:
             done = subprocess.run(spec["command"], capture_output=True, check=False, stdin=subprocess.DEVNULL)
             output = _tail(done.stdout)
             status["returncode"] = done.returncode
+            status["stdout"] = output  # kept by the driver too while the children need it (a lost node's copy)
             status["stderr"] = _tail(done.stderr)[-2000:]
             if done.returncode != 0:
                 status.update(ok=False, reason=f"command exited with status {done.returncode}")
