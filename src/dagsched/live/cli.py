@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 import typer
@@ -19,6 +19,9 @@ from rich.table import Table
 from dagsched.console import console, err_console
 from dagsched.console import fail as _fail
 from dagsched.model.errors import InputError
+
+if TYPE_CHECKING:
+    from dagsched.live.run import LiveResult
 
 
 @contextmanager
@@ -86,6 +89,15 @@ def register(app: Any) -> None:
         resume: Annotated[
             str | None, typer.Option(help="RUN_ID of a journalled run (--store): run only what it had not finished")
         ] = None,
+        service: Annotated[
+            str | None, typer.Option(help="URL of a dagsched service to record the plans and task events in")
+        ] = None,
+        token: Annotated[
+            str | None, typer.Option(envvar="DAGSCHED_API_TOKEN", help="the service's bearer token (--service)")
+        ] = None,
+        record: Annotated[
+            bool, typer.Option(help="with --store alone: record through a local `dagsched serve` on that store")
+        ] = True,
         trace: Annotated[Path | None, typer.Option(help="write the trace (.json or .csv), on the run's times")] = None,
         gantt: Annotated[Path | None, typer.Option(help="write a Gantt chart PNG of what ran")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="print one JSON object on one line")] = False,
@@ -102,6 +114,7 @@ def register(app: Any) -> None:
         """
         from dagsched.live.cluster import join, start_local
         from dagsched.live.journal import Journal
+        from dagsched.live.recorder import LocalService, ServiceRecorder
         from dagsched.live.run import RAY_BASELINE, check_payloads, resumed_tasks, run_live, run_ray_baseline
         from dagsched.schedulers import make_scheduler
 
@@ -147,14 +160,35 @@ def register(app: Any) -> None:
             "noise_cv": noise_cv,
             "seed": seed,
         }
+        recorder, local_service = None, None
+        try:
+            if service is not None:
+                if not token:
+                    raise InputError("--token", "the service's bearer token is needed to record events (--service)")
+                recorder = ServiceRecorder(service, token, cp, None if scheduler == RAY_BASELINE else scheduler)
+            elif store is not None and record:
+                with stdout_to_stderr(as_json):
+                    local_service = LocalService(store)
+                recorder = ServiceRecorder(
+                    local_service.url, local_service.token, cp, None if scheduler == RAY_BASELINE else scheduler
+                )
+            if recorder is not None:
+                recorder.plan_all()
+        except InputError as err:
+            if local_service is not None:
+                local_service.stop()
+            raise _fail(err) from None
         run_id = journal.start(args, resumed_from) if journal is not None else None
-        listeners = []
+        listeners: list[Any] = []
         if journal is not None and run_id is not None:
             listeners.append(_journal_listener(journal, run_id))
+        if recorder is not None and scheduler != RAY_BASELINE:
+            listeners.append(recorder)
         out: dict[str, Any] = {"scheduler": scheduler, "seed": seed, "ray": ray_address, "time_scale": time_scale}
         if run_id is not None:
             out["run_id"] = run_id
         interrupted = False
+        result: LiveResult | None = None
         stack = ExitStack()
         with stdout_to_stderr(as_json), _Progress(cp, as_json) as bar:
             try:
@@ -195,6 +229,12 @@ def register(app: Any) -> None:
             finally:
                 stack.close()
                 ray_cluster.stop()
+                if recorder is not None:
+                    if result is not None and scheduler == RAY_BASELINE:
+                        recorder(_trace_events(cp, result.trace))
+                    recorder.close()
+                if local_service is not None:
+                    local_service.stop()
         if interrupted:
             if journal is not None and run_id is not None:
                 journal.finish(run_id, "interrupted")
@@ -205,6 +245,7 @@ def register(app: Any) -> None:
             else:
                 err_console.print("interrupted: the running Ray tasks were cancelled and the Ray cluster stopped")
             raise typer.Exit(130)
+        assert result is not None
         if journal is not None and run_id is not None:
             journal.finish(run_id, "failed" if result.failures else "done")
         out |= result.metrics | {"valid": result.valid}
@@ -223,6 +264,10 @@ def register(app: Any) -> None:
         out["dispatch_ms_p99"] = _ms(result.dispatch_latency_s, 0.99)
         out["report_ms_median"] = _ms(result.report_latency_s, 0.5)
         out["report_ms_p99"] = _ms(result.report_latency_s, 0.99)
+        if recorder is not None:
+            out["plan_ids"] = dict(recorder.plan_ids)
+            out["recorded_events"] = recorder.posted
+            out["refused_events"] = recorder.refused[:10]
         out["failed_workflows"] = [f.__dict__ for f in result.failures]
         if trace:
             from dagsched.live.run import live_config
@@ -252,6 +297,22 @@ def register(app: Any) -> None:
             raise typer.Exit(1)
         if result.failures:
             raise typer.Exit(1)
+
+
+def _trace_events(cp: Any, trace: Any) -> list[tuple[str, dict[str, Any]]]:
+    """A finished trace's attempts as an attempt feed's events: each start, then each end."""
+    events: list[tuple[str, dict[str, Any]]] = []
+    for a in trace.attempts:
+        row = {
+            "workflow": cp.wf_names[int(cp.task_wf[a.task])],
+            "task": cp.task_ids[a.task],
+            "node": cp.node_ids[a.node],
+        }
+        events += [
+            ("started", row | {"start_s": a.start, "end_s": None}),
+            (a.outcome, row | {"start_s": a.start, "end_s": a.end}),
+        ]
+    return events
 
 
 def _journal_listener(journal: Any, run_id: str) -> Any:

@@ -84,7 +84,7 @@ class AttemptFeed:
     def __init__(self, cp: CompiledProblem, listeners: list[Callable[[list[tuple[str, dict[str, Any]]]], None]]):
         self.cp, self.listeners = cp, listeners
         self.seen_attempts = 0
-        self.started: set[tuple[int, int]] = set()
+        self.started: set[tuple[int, float]] = set()  # (task, start) of the running attempts told
 
     def skip_existing(self, trace: Trace) -> None:
         self.seen_attempts = len(trace.attempts)
@@ -98,13 +98,17 @@ class AttemptFeed:
         if not self.listeners:
             return
         events: list[tuple[str, dict[str, Any]]] = []
-        for t, run in engine.running.items():
-            if (t, run.version) not in self.started:
-                self.started.add((t, run.version))
-                events.append(("started", self._row(t, run.node, run.start, None)))
         new = engine.trace.attempts[self.seen_attempts :]
         self.seen_attempts += len(new)
-        events += [(a.outcome, self._row(a.task, a.node, a.start, a.end)) for a in new]
+        for a in new:  # ended since the last call: its start first, if it was not told yet
+            if (a.task, a.start) not in self.started:
+                events.append(("started", self._row(a.task, a.node, a.start, None)))
+            self.started.discard((a.task, a.start))
+            events.append((a.outcome, self._row(a.task, a.node, a.start, a.end)))
+        for t, run in engine.running.items():
+            if (t, run.start) not in self.started:
+                self.started.add((t, run.start))
+                events.append(("started", self._row(t, run.node, run.start, None)))
         if events:
             for listen in self.listeners:
                 listen(events)
