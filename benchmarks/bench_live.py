@@ -136,6 +136,7 @@ def main() -> None:
     parser.add_argument("--stream", type=int, default=30, help="workflows in the loaded stream (0: none)")
     parser.add_argument("--load", type=float, default=0.85)
     parser.add_argument("--task-s", type=float, default=1.0, help="wall seconds of a median task at speed 1")
+    parser.add_argument("--single-wall-s", type=float, default=40.0, help="longest critical path, wall seconds")
     parser.add_argument("--stream-wall-s", type=float, default=240.0, help="longest stream span, wall seconds")
     parser.add_argument("--largest-tasks", type=int, default=0, help="tasks of the largest run (0: none)")
     parser.add_argument("--seed", type=int, default=1)
@@ -152,7 +153,7 @@ def main() -> None:
     try:
         for k, (source, n) in enumerate(SOURCES[: args.workflows]):
             cp = single(source, n, args.seed + k)
-            ts = time_scale_for(cp, args.task_s, 60.0)
+            ts = time_scale_for(cp, args.task_s, args.single_wall_s)
             row: dict[str, Any] = {"workflow": f"{source}-{n}", "tasks": cp.n_tasks, "time_scale": ts}
             for name in ("heft", "drl"):
                 r = run_live(cp, name, cluster, seed=args.seed, time_scale=ts)
@@ -161,6 +162,10 @@ def main() -> None:
                 row[f"{name}_predicted"] = r.predicted["makespan"]
                 row[f"{name}_gap"] = gap(r.metrics["makespan"], r.predicted["makespan"])
                 row[f"{name}_valid"] = r.valid
+                lat = r.trace.decision_latency_s
+                row[f"{name}_decide_wall_s"] = float(sum(lat))  # wall time spent deciding (the simulator's is free)
+                row[f"{name}_first_decide_wall_s"] = float(lat[0]) if lat else 0.0
+                row[f"{name}_wall_s"] = r.wall_s
                 gaps.append(row[f"{name}_gap"])
                 dispatch += r.dispatch_latency_s
                 launch += r.launch_latency_s
@@ -171,7 +176,8 @@ def main() -> None:
             print(
                 f"{row['workflow']:>22} {cp.n_tasks:3d} tasks  ts {ts:.4f}  heft {row['heft']:8.1f} "
                 f"(gap {row['heft_gap']:+.3f})  drl {row['drl']:8.1f} (gap {row['drl_gap']:+.3f})  "
-                f"ray {row['ray']:8.1f}"
+                f"ray {row['ray']:8.1f}  deciding heft {row['heft_decide_wall_s']:.2f} s, "
+                f"drl {row['drl_decide_wall_s']:.2f} s of {row['drl_wall_s']:.1f} s"
             )
         if args.stream:
             stream = generate_stream(CLUSTER, args.stream, args.load, "poisson", args.seed)
@@ -196,6 +202,9 @@ def main() -> None:
                     "predicted_completion_mean": r.predicted["completion_mean"],
                     "valid": r.valid,
                     "wall_s": r.wall_s,
+                    "decide_wall_s": float(sum(r.trace.decision_latency_s)),
+                    "dispatch_ms": quantiles_ms(r.dispatch_latency_s),
+                    "report_ms": quantiles_ms(r.report_latency_s),
                 }
                 out[name]["gap"] = gap(r.metrics["makespan"], r.predicted["makespan"])
                 out[name]["gap_completion"] = gap(r.metrics["completion_mean"], r.predicted["completion_mean"])
