@@ -41,7 +41,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 test: lint
-	$(PY) -m pytest -n 2
+	$(PY) -m pytest -n 2 --dist loadgroup
 
 # the quick benchmark of every registered scheduler (a few minutes; real traces included) and its table
 quick: $(STAMP)

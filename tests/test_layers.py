@@ -26,11 +26,12 @@ LAYERS: list[tuple[str, ...]] = [
     ("explain",),
     ("bench",),
     ("rl",),
+    ("live",),
     ("service",),
     ("ui", "cli", "__main__", "__init__"),
 ]
 """Bottom to top: the vocabulary, readers, generators, the one simulator, the policy network, schedulers,
-explanations, the benchmark, training, the HTTP service, the command line."""
+explanations, the benchmark, training, real runs on Ray, the HTTP service, the command line."""
 
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
 

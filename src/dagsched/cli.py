@@ -203,14 +203,10 @@ def simulate(
         write_trace(cp, result.trace, trace, result.metrics)
     if gantt:
         write_gantt(cp, result.trace, gantt)
-    out = {"scheduler": scheduler, "seed": seed, **result.metrics.as_dict(), "valid": result.valid}
-    if cp.n_workflows > 1:  # a stream on a shared cluster: its steady-state figures too
-        from dagsched.sim.metrics import stream_metrics
+    from dagsched.sim.metrics import summary_metrics
 
-        sm = stream_metrics(cp, result.trace, config)
-        out |= {f"{k}": getattr(sm, k) for k in ("completion_mean", "completion_p95", "slowdown_mean", "queue_mean")}
-        out |= {"throughput_per_h": sm.throughput_per_h, "sla_steady": sm.sla_hit_rate, "fairness": sm.fairness}
-        out |= {f"util_{r}": v for r, v in sm.utilisation.items()}
+    # a stream on a shared cluster: its steady-state figures too
+    out = {"scheduler": scheduler, "seed": seed, **summary_metrics(cp, result.trace, config), "valid": result.valid}
     if not as_json:
         out.pop("workflow_makespans")
     runs = [
@@ -433,6 +429,7 @@ def _register_subcommands() -> None:
     from dagsched.bench import adversarial, budget, report
     from dagsched.bench.cli import register as register_bench
     from dagsched.explain.cli import register as register_explain
+    from dagsched.live.cli import register as register_live
     from dagsched.rl.priority_cli import register as register_priority
     from dagsched.service.cli import register as register_service
 
@@ -440,6 +437,7 @@ def _register_subcommands() -> None:
     register_service(app)
     register_priority(app)
     register_explain(app)
+    register_live(app)
     report.register(app)
     adversarial.register(app)
     budget.register(app)

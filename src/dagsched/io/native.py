@@ -5,7 +5,9 @@ A workflow lists its tasks, each with its dependencies inline (a task id, or
 nodes, where `count: N` stands for N identical nodes `<id>-0 .. <id>-N-1`.
 Unknown keys (and, in YAML, a key given twice) are errors, so a typo (`runtim:`) never
 silently becomes a default. Beyond the basic shape, a task may give `costs` (classic
-per-node execution times) and a workflow `labels`, so that every Workflow can be written.
+per-node execution times) and a workflow `labels`, so that every Workflow can be written. What a task does when
+a workflow really runs (`dagsched run`) is its `run:` (`{command: [argv, ...]}` or `{python: "module:function"}`;
+none: emulated), rerun up to `retries:` times after a failure.
 
 The writers emit the same shape and leave out fields at their default, so that
 `read(write(x)) == x` and a written file stays short enough to read.
@@ -19,7 +21,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dagsched.io._common import EDGE_FIELD, TASK_FIELD, build_workflow
 from dagsched.io.documents import PathLike, write_document
-from dagsched.model.entities import Cluster, Identifier, Node, NonNegative, NonNegativeInt, Positive, Task, Workflow
+from dagsched.model.entities import (
+    Cluster,
+    Identifier,
+    Node,
+    NonNegative,
+    NonNegativeInt,
+    Positive,
+    Task,
+    TaskRun,
+    Workflow,
+)
 from dagsched.model.errors import InputError, parse
 
 
@@ -53,6 +65,8 @@ class NativeTask(_Doc):
     deadline: NonNegative | None = None
     labels: dict[str, str] = Field(default_factory=dict)
     costs: dict[str, NonNegative] | None = None
+    run: TaskRun | None = None
+    retries: NonNegativeInt = 0
 
     @field_validator("dependencies", mode="before")
     @classmethod
@@ -159,7 +173,7 @@ def _defaults(model: type[BaseModel], keys: tuple[str, ...]) -> dict[str, Any]:
     return {k: model.model_fields[k].get_default(call_default_factory=True) for k in keys}
 
 
-_TASK_DEFAULTS = _defaults(Task, ("priority", "critical", "deadline", "labels", "costs"))
+_TASK_DEFAULTS = _defaults(Task, ("priority", "critical", "deadline", "labels", "costs", "run", "retries"))
 
 
 def _changed_fields(obj: Any, defaults: dict[str, Any]) -> dict[str, Any]:
@@ -168,7 +182,13 @@ def _changed_fields(obj: Any, defaults: dict[str, Any]) -> dict[str, Any]:
     for key, default in defaults.items():
         value = getattr(obj, key)
         if value != default:
-            out[key] = dict(value) if isinstance(value, dict) else value
+            out[key] = (
+                dict(value)
+                if isinstance(value, dict)
+                else value.model_dump(exclude_none=True)
+                if isinstance(value, BaseModel)
+                else value
+            )
     return out
 
 

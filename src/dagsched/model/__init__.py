@@ -1,7 +1,7 @@
 """The vocabulary of dagsched and its compiled numpy form."""
 
 from dagsched.model.compiled import EPS, CompiledProblem, compile_problem
-from dagsched.model.entities import Cluster, Edge, Link, Node, Problem, Task, Workflow
+from dagsched.model.entities import Cluster, Edge, Link, Node, Problem, Task, TaskRun, Workflow
 from dagsched.model.errors import InputError, parse
 
 __all__ = [
@@ -14,6 +14,7 @@ __all__ = [
     "Node",
     "Problem",
     "Task",
+    "TaskRun",
     "Workflow",
     "compile_problem",
     "parse",

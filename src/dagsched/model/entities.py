@@ -7,6 +7,7 @@ directly but their compiled numpy form (`dagsched.model.compiled`).
 
 from __future__ import annotations
 
+import re
 from operator import attrgetter
 from typing import Annotated
 
@@ -56,6 +57,30 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+PYTHON_TARGET = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*")
+"""`module.path:function`, what `run: {python: ...}` names."""
+
+
+class TaskRun(_Strict):
+    """What a task does when it really runs (`dagsched run`): a command, or a Python function.
+
+    A task without one is emulated there: it sleeps its runtime on the node (and hands its children payloads of its
+    edges' sizes); the simulator reads only the prediction either way."""
+
+    command: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        None, min_length=1, description="argv of a process run on the node; exit status 0 is success"
+    )
+    python: str | None = Field(None, description="'module:function', called with the parents' outputs in order")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> TaskRun:
+        if (self.command is None) == (self.python is None):
+            raise InputError("", "give exactly one of command: [argv, ...] or python: 'module:function'")
+        if self.python is not None and not PYTHON_TARGET.fullmatch(self.python):
+            raise InputError("python", f"expected 'module:function' (e.g. 'mypkg.steps:clean'), got {self.python!r}")
+        return self
+
+
 class Task(_Strict):
     """One unit of work: predicted runtime at speed 1.0 and what it asks of a node."""
 
@@ -73,6 +98,8 @@ class Task(_Strict):
     costs: dict[str, Seconds] | None = Field(
         None, description="classic unrelated machines: execution time per node id, overrides runtime/speed"
     )
+    run: TaskRun | None = Field(None, description="what a real run executes; None: emulated (a sleep)")
+    retries: NonNegativeInt = Field(0, description="a real run reruns a failed command this many times")
 
 
 class Edge(_Strict):

@@ -152,7 +152,7 @@ class DecisionPoint:
         self._epoch = sim.epoch
         self.now: float = sim.now
         self.n_done: int = sim.n_done
-        self.done: bool = self.n_done == sim._n_tasks
+        self.done: bool = self.n_done + sim.n_dropped == sim._n_tasks
 
     def _check_fresh(self) -> None:
         if self._sim.epoch != self._epoch:

@@ -416,7 +416,7 @@ class Simulator(SimState):
             if not self.running and self._progress_pending == 0:  # `_check_stall`'s cheap test first
                 self._check_stall()
         step, n_tasks = self.step, self._n_tasks
-        while self.n_done != n_tasks and self.now <= max_time_s:
+        while self.n_done + self.n_dropped != n_tasks and self.now <= max_time_s:
             if observer is not None:
                 observer.before_step(self)
             if not step():
@@ -528,7 +528,7 @@ class Simulator(SimState):
         `legal_only` loop does offer it): decide at `fork.decision_point()`, apply, then loop on
         `next_decision` (as `rollout.complete_from_here` does).
         """
-        f = SimState.fork(self)
+        f = self.copy_as(Simulator)  # a run on the wall clock (`dagsched.live`) forks into this simulator too
         exec_s, now = self.cp.exec_s, self.now
         for t, run in self.running.items():
             f._version += 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -343,3 +344,17 @@ def window_utilisation(cp: CompiledProblem, trace: Trace, lo: float, hi: float) 
     used = (req * (held_s * cp.speed[nodes])[:, None]).sum(axis=0)
     total = (cap * cp.speed[:, None]).sum(axis=0) * (hi - lo)
     return {r: float(u / t) if t > 0 else math.nan for r, u, t in zip(RESOURCES, used, total, strict=True)}
+
+
+def summary_metrics(
+    cp: CompiledProblem, trace: Trace, config: SimConfig, always_stream: bool = False
+) -> dict[str, Any]:
+    """The figures `dagsched simulate` prints for a run: `compute_metrics`, and for a stream of several workflows
+    (or with `always_stream`) its steady-state figures (`completion_mean`, ...) too."""
+    out: dict[str, Any] = dict(compute_metrics(cp, trace, config).as_dict())
+    if cp.n_workflows > 1 or always_stream:
+        sm = stream_metrics(cp, trace, config)
+        out |= {k: getattr(sm, k) for k in ("completion_mean", "completion_p95", "slowdown_mean", "queue_mean")}
+        out |= {"throughput_per_h": sm.throughput_per_h, "sla_steady": sm.sla_hit_rate, "fairness": sm.fairness}
+        out |= {f"util_{r}": v for r, v in sm.utilisation.items()}
+    return out

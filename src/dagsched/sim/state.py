@@ -23,7 +23,7 @@ import bisect
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -47,6 +47,8 @@ CLASSIC_REQUEST = (1.0, 0.0, 0.0)
 """What any task takes of a node in classic mode: its one slot."""
 
 INF = float("inf")
+
+_S = TypeVar("_S", bound="SimState")
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +201,8 @@ class SimState:
     _ever_fits: BoolArray | None = shared()  # (n, m), made on first use; fixed for the run
     now: float = shared()
     n_done: int = shared()
+    n_dropped: int = shared()
+    """tasks a real run gave up on (their workflow failed, `dagsched.live`); always 0 in a simulation"""
 
     status: npt.NDArray[np.int8] = copied()
     """each task's WAITING, READY, RUNNING or DONE"""
@@ -272,6 +276,7 @@ class SimState:
         self._ever_fits = None
         self.now = 0.0
         self.n_done = 0
+        self.n_dropped = 0
         self.status = np.zeros(n, dtype=np.int8)
         self.node_of = np.full(n, -1, dtype=np.int64)
         self.start_s = np.full(n, np.nan)
@@ -305,8 +310,13 @@ class SimState:
 
     def fork(self) -> Self:
         """A copy for a fork, every field by its declared rule (the engine then restarts its events on it)."""
-        new = object.__new__(type(self))
-        for name, rule in _fork_rules(type(self)):
+        return self.copy_as(type(self))
+
+    def copy_as(self, cls: type[_S]) -> _S:
+        """`fork`'s copy as an instance of `cls`, a class this state's class derives from (a real run's state
+        forks into a plain simulator), each of its fields by its declared rule."""
+        new = object.__new__(cls)
+        for name, rule in _fork_rules(cls):
             setattr(new, name, rule(getattr(self, name)))
         return new
 
@@ -314,7 +324,7 @@ class SimState:
 
     @property
     def done(self) -> bool:
-        return self.n_done == self._n_tasks
+        return self.n_done + self.n_dropped == self._n_tasks
 
     @property
     def can_advance(self) -> bool:

@@ -12,15 +12,16 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Literal, NamedTuple
 
-Outcome = Literal["done", "failed", "overrun"]
+Outcome = Literal["done", "failed", "overrun", "error"]
 
 
 class Attempt(NamedTuple):
     """One execution of a task on a node.
 
     `start` is when execution began (all input data had arrived); `end` is when it
-    finished (`outcome == "done"`), when its node failed under it ("failed"), or when
-    the overrun guard stopped it so it could be migrated ("overrun").
+    finished (`outcome == "done"`), when its node failed under it ("failed"), when
+    the overrun guard stopped it so it could be migrated ("overrun"), or, in a real run, when the task
+    itself failed (its command exited non-zero, its function raised: "error").
     `nominal_s` is the work it needed: predicted time on this node x hidden noise; at a
     slowdown factor f a second of wall time does 1/f seconds of that work.
     A named tuple, not a frozen dataclass: as immutable, and the engine makes one per task end (a million on a
@@ -90,3 +91,4 @@ class Trace:
     decision_latency_s: list[float] = field(default_factory=list)
     contention: bool = False  # transfers shared the nodes' links max-min fair (`SimConfig.network_contention`)
     transfers: list[Transfer] = field(default_factory=list)  # each transfer, in end order (contention only)
+    measured: bool = False  # a real run's: each attempt's nominal_s is the time it really took, not exec_s x noise

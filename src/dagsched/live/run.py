@@ -1,0 +1,320 @@
+"""One real run, start to end: decide live on Ray (any registered scheduler) or let Ray's own scheduler place the
+whole DAG (`ray`, the baseline); the trace on the run's measured times, validated; the metrics of `simulate`; and
+the simulator's prediction of the same problem, scheduler and seed beside them.
+
+Times are the problem's seconds (wall seconds / the time scale), so a run's figures read like a simulation's and
+`sim_real_gap` = achieved / predicted - 1 compares like with like.
+"""
+
+from __future__ import annotations
+
+import graphlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dagsched.live.cluster import MEM_RESOURCE, OBJECT_STORE_MIB, RayCluster
+from dagsched.live.engine import LiveClock, LiveEngine, WorkflowFailure
+from dagsched.live.executor import RayExecutor, parents_in_order, payload_bytes, problem_tasks, task_spec, warm_up
+from dagsched.model.compiled import CompiledProblem
+from dagsched.model.errors import InputError
+from dagsched.sim.config import SimConfig
+from dagsched.sim.disruptions import Disruptions
+from dagsched.sim.metrics import summary_metrics
+from dagsched.sim.trace import Outcome, Trace, new_attempt
+from dagsched.sim.validate import validate_trace
+
+RAY_BASELINE = "ray"
+"""`-s ray`: Ray's own scheduler (every task submitted with its dependencies and resources, no placement)."""
+
+
+def live_config(noise_cv: float = 0.0) -> SimConfig:
+    """The simulator settings a real run and its prediction share: hidden noise only (Ray brings the rest)."""
+    return SimConfig(noise_cv=noise_cv, mttr_s=None, boot_delay=False)
+
+
+@dataclass
+class LiveResult:
+    """What a real run did: its trace, figures, validity, failed workflows, and the overheads it measured."""
+
+    trace: Trace
+    metrics: dict[str, Any]
+    valid: bool
+    violations: list[str]
+    failures: list[WorkflowFailure] = field(default_factory=list)
+    launch_latency_s: list[float] = field(default_factory=list)
+    dispatch_latency_s: list[float] = field(default_factory=list)
+    """per task, from the instant of the event the decision answered to the task's start on its node"""
+    report_latency_s: list[float] = field(default_factory=list)
+    """per task, from its end on its node to the engine's knowing it"""
+    wall_s: float = 0.0
+    outputs: dict[str, Any] = field(default_factory=dict)
+    """what each exit task that ran returned (a function's value, a command's stdout, an emulated payload)"""
+    predicted: dict[str, Any] | None = None
+    """the simulator's figures for the same problem, scheduler and seed (None for Ray's own scheduler)"""
+
+
+def check_payloads(cp: CompiledProblem, data_scale: float, store_mib: int = OBJECT_STORE_MIB) -> None:
+    """Refuse a data scale whose largest emulated payload would not fit a quarter of a node's object store."""
+    largest = max(payload_bytes(cp, data_scale), default=0)
+    limit = store_mib * 1024 * 1024 // 4
+    if largest > limit:
+        raise InputError(
+            "--data-scale",
+            f"the largest edge ({largest / data_scale:.3g} bytes) x {data_scale:g} is a {largest / 2**20:.1f} MiB "
+            f"payload; at most {limit / 2**20:.0f} MiB fits the object stores: use a smaller --data-scale",
+        )
+
+
+def _validated(cp: CompiledProblem, trace: Trace, dropped: set[str]) -> tuple[bool, list[str]]:
+    """The validator's verdict, less the tasks of workflows that failed (never completed, by design)."""
+    violations = [
+        v for v in validate_trace(cp, trace).violations if not (v.startswith("[lost]") and v.split("'")[1] in dropped)
+    ]
+    return not violations, violations
+
+
+class AttemptFeed:
+    """Hands what happened since the last call to listeners: each task start (once per attempt) and each
+    attempt that ended, as `(kind, row)` with kind "started" or the attempt's outcome."""
+
+    def __init__(self, cp: CompiledProblem, listeners: list[Callable[[list[tuple[str, dict[str, Any]]]], None]]):
+        self.cp, self.listeners = cp, listeners
+        self.seen_attempts = 0
+        self.started: set[tuple[int, float]] = set()  # (task, start) of the running attempts told
+
+    def skip_existing(self, trace: Trace) -> None:
+        self.seen_attempts = len(trace.attempts)
+
+    def _row(self, t: int, nd: int, start: float, end: float | None) -> dict[str, Any]:
+        cp = self.cp
+        row = {"workflow": cp.wf_names[int(cp.task_wf[t])], "task": cp.task_ids[t], "node": cp.node_ids[nd]}
+        return row | {"start_s": start, "end_s": end}
+
+    def __call__(self, engine: LiveEngine) -> None:
+        if not self.listeners:
+            return
+        events: list[tuple[str, dict[str, Any]]] = []
+        new = engine.trace.attempts[self.seen_attempts :]
+        self.seen_attempts += len(new)
+        for a in new:  # ended since the last call: its start first, if it was not told yet
+            if (a.task, a.start) not in self.started:
+                events.append(("started", self._row(a.task, a.node, a.start, None)))
+            self.started.discard((a.task, a.start))
+            events.append((a.outcome, self._row(a.task, a.node, a.start, a.end)))
+        for t, run in engine.running.items():
+            if (t, run.start) not in self.started:
+                self.started.add((t, run.start))
+                events.append(("started", self._row(t, run.node, run.start, None)))
+        if events:
+            for listen in self.listeners:
+                listen(events)
+
+
+def resumed_tasks(cp: CompiledProblem, done: dict[tuple[str, str], str]) -> dict[int, int]:
+    """An earlier run's done tasks, (workflow, task) -> node id, as task index -> node index of this problem."""
+    nodes = {n: i for i, n in enumerate(cp.node_ids)}
+    out = {}
+    for t in range(cp.n_tasks):
+        key = (cp.wf_names[int(cp.task_wf[t])], cp.task_ids[t])
+        if key in done and done[key] in nodes:
+            out[t] = nodes[done[key]]
+    return out
+
+
+def run_live(
+    cp: CompiledProblem,
+    scheduler: str,
+    cluster: RayCluster,
+    *,
+    seed: int = 1,
+    time_scale: float = 1.0,
+    data_scale: float = 1e-4,
+    noise_cv: float = 0.0,
+    on_step: Callable[[LiveEngine], None] | None = None,
+    listeners: list[Callable[[list[tuple[str, dict[str, Any]]]], None]] | None = None,
+    done_before: dict[int, int] | None = None,
+) -> LiveResult:
+    """Run every task of `cp` for real on `cluster`, `scheduler` deciding live.
+
+    `listeners` are told each task start and each attempt's end as they happen (the journal, the service);
+    `done_before` (task -> node) are tasks an earlier run finished: they are not run again."""
+    from dagsched.schedulers import make_scheduler
+
+    config = live_config(noise_cv)
+    # the simulator's run of the same problem first: its figures are the prediction, and it loads and compiles
+    # whatever the scheduler needs on first use, so the live run's first decision is not a cold one
+    guess = predicted(cp, scheduler, seed, noise_cv)
+    sched = make_scheduler(scheduler)
+    executor = RayExecutor(cp, cluster, time_scale, data_scale)
+    executor.warm_up()
+    feed = AttemptFeed(cp, listeners or [])
+
+    def stepped(engine: LiveEngine) -> None:
+        feed(engine)
+        if on_step is not None:
+            on_step(engine)
+
+    engine = LiveEngine(cp, config, seed, executor, LiveClock(time_scale), stepped)
+    engine.trace.scheduler = scheduler
+    if done_before:
+        engine.resume_done(done_before)
+        feed.skip_existing(engine.trace)
+    sched.reset(cp, engine.decision_point(), seed)
+    engine.clock = LiveClock(time_scale)  # the run starts now, after the scheduler is ready
+    engine.step_wall = engine.clock.start_wall
+    try:
+        trace = engine.run(sched)
+    except BaseException:
+        executor.cancel_all()
+        raise
+    finally:
+        feed(engine)
+    wall_s = time.time() - engine.clock.start_wall
+    outputs = {cp.task_name(t): value for t, value in executor.results().items()}
+    dropped = {cp.task_name(t) for w in engine.failed_workflows for t in range(*_span(cp, w))}
+    valid, violations = _validated(cp, trace, dropped)
+    metrics = summary_metrics(cp, trace, config, always_stream=True)
+    return LiveResult(
+        trace,
+        metrics,
+        valid,
+        violations,
+        engine.failures,
+        executor.launch_latency_s,
+        executor.dispatch_latency_s,
+        executor.report_latency_s,
+        wall_s,
+        outputs,
+        guess,
+    )
+
+
+def _span(cp: CompiledProblem, w: int) -> tuple[int, int]:
+    return int(cp.wf_task_ptr[w]), int(cp.wf_task_ptr[w + 1])
+
+
+def predicted(cp: CompiledProblem, scheduler: str, seed: int, noise_cv: float = 0.0) -> dict[str, Any]:
+    """The simulator's run of the same problem, scheduler and seed, under the real run's settings."""
+    from dagsched.schedulers import simulate
+
+    result = simulate(cp, scheduler, live_config(noise_cv), seed)
+    return summary_metrics(cp, result.trace, live_config(noise_cv), always_stream=True)
+
+
+def run_ray_baseline(
+    cp: CompiledProblem,
+    cluster: RayCluster,
+    *,
+    seed: int = 1,
+    time_scale: float = 1.0,
+    data_scale: float = 1e-4,
+    noise_cv: float = 0.0,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> LiveResult:
+    """Ray's own scheduler: each workflow, at its submission, submitted whole as Ray tasks with their
+    dependencies (object references) and resources and no placement; where a task ran is read from the task.
+
+    An emulated task sleeps its time on the node Ray chose (the same hidden noise as a live run of the same seed),
+    after waiting out the modelled transfers from its parents on other nodes, so the trace obeys the same rules.
+    """
+    import ray
+
+    from dagsched.live.worker import execute
+
+    config = live_config(noise_cv)
+    noise = Disruptions.draw(seed, config, cp.n_tasks, cp.n_nodes).first_noise
+    tasks, parents = problem_tasks(cp), parents_in_order(cp)
+    payloads = payload_bytes(cp, data_scale)
+    node_map = {rid: nd for nd, rid in enumerate(cluster.ray_nodes)}
+    any_mem = any(cluster.has_mem)
+    remote = ray.remote(num_returns=2, max_retries=0)(execute)
+    warm_up(cp, cluster)
+    m = cp.n_nodes
+    bw = np.asarray(cp.bandwidth, dtype=np.float64)
+    order = sorted(range(cp.n_workflows), key=lambda w: (float(cp.wf_submit_s[w]), w))
+    outputs: dict[int, Any] = {}
+    status_refs: dict[Any, int] = {}
+    statuses: dict[int, dict[str, Any]] = {}
+    start_wall = time.time()
+
+    def collect(timeout_s: float) -> None:
+        if not status_refs:
+            time.sleep(timeout_s)
+            return
+        ready, _ = ray.wait(list(status_refs), num_returns=1, timeout=timeout_s)
+        if ready:
+            ready, _ = ray.wait(list(status_refs), num_returns=len(status_refs), timeout=0)
+        for ref in ready:
+            t = status_refs.pop(ref)
+            try:
+                statuses[t] = ray.get(ref)
+            except ray.exceptions.RayError as err:
+                statuses[t] = {"ok": False, "reason": type(err).__name__, "node": -1}
+        if on_progress is not None:
+            on_progress(len(statuses), len(status_refs))
+
+    try:
+        for w in order:
+            due = start_wall + float(cp.wf_submit_s[w]) * time_scale
+            while time.time() < due:
+                collect(max(due - time.time(), 0.0))
+            lo, hi = _span(cp, w)
+            sorter: graphlib.TopologicalSorter[int] = graphlib.TopologicalSorter()
+            for t in range(lo, hi):
+                sorter.add(t, *parents[t])
+            for t in sorter.static_order():
+                req = cp.req[t]
+                spec = task_spec(tasks[t], 0.0, payloads[t])
+                data = {
+                    p: d
+                    for p, d in zip(
+                        cp.pred_idx[cp.pred_ptr[t] : cp.pred_ptr[t + 1]].tolist(),
+                        cp.pred_data[cp.pred_ptr[t] : cp.pred_ptr[t + 1]].tolist(),
+                        strict=True,
+                    )
+                }
+                comm = []
+                for p in parents[t]:
+                    seconds = data.get(p, 0.0) / bw + cp.latency_s if data.get(p, 0.0) else np.zeros((m, m))
+                    np.fill_diagonal(seconds, 0.0)
+                    comm.append((seconds * time_scale).tolist())
+                spec.update(
+                    placed=False,
+                    comm=comm,
+                    nodes=node_map,
+                    exec_s=(cp.exec_s[t] * noise[t] * time_scale).tolist(),
+                )
+                options: dict[str, Any] = {"num_cpus": float(req[0]), "num_gpus": float(req[2])}
+                if req[1] > 0 and any_mem:
+                    options["resources"] = {MEM_RESOURCE: float(req[1])}
+                status_ref, outputs[t] = remote.options(**options).remote(spec, *[outputs[p] for p in parents[t]])
+                status_refs[status_ref] = t
+        while status_refs:
+            collect(0.5)
+    except BaseException:
+        for ref in status_refs:
+            ray.cancel(ref, force=True)
+        raise
+    wall_s = time.time() - start_wall
+    trace = Trace(scheduler=RAY_BASELINE, seed=seed, classic=False, noise_cv=noise_cv, boot_delay=False)
+    trace.measured = True
+    failures = []
+    for t in sorted(statuses, key=lambda t: statuses[t].get("started", 0.0)):
+        s = statuses[t]
+        if "started" not in s:
+            failures.append(WorkflowFailure(cp.wf_names[int(cp.task_wf[t])], cp.task_ids[t], "?", s["reason"]))
+            continue
+        start, end = (s["started"] - start_wall) / time_scale, (s["ended"] - start_wall) / time_scale
+        outcome: Outcome = "done" if s["ok"] else "error"
+        trace.attempts.append(new_attempt((t, int(s["node"]), start, end, outcome, max(end - start, 0.0))))
+        if not s["ok"]:
+            failures.append(
+                WorkflowFailure(cp.wf_names[int(cp.task_wf[t])], cp.task_ids[t], cp.node_ids[s["node"]], s["reason"])
+            )
+    valid, violations = _validated(cp, trace, set())
+    metrics = summary_metrics(cp, trace, config, always_stream=True)
+    return LiveResult(trace, metrics, valid, violations, failures, wall_s=wall_s)
