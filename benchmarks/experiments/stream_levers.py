@@ -8,7 +8,8 @@ and variant it prints the mean over the streams of the ratio of steady-state mea
 to `fair`'s [95 % bootstrap interval], the streams it is shorter on, and the ratios of p95 completion and cost and
 the difference in SLA hit rate against `srpt_hold`. Prints; asserts nothing.
 
-A variant is a registered name or `name@x` with a parameter: `srpt_cap@p` (heSRPT's speed-up exponent),
+A variant is a registered name or `name@x` with a parameter: `srpt_cap@p` (heSRPT's speed-up exponent;
+`srpt_cap_hard@p` makes its cap a hard limit, as `fair_cap`'s),
 `srpt_admit@u` (the busy share of cores that counts as saturated), `fair_cap@f` (the cap factor). `fair_cap`'s
 factor was chosen this way on training streams (seeds 301-302, never judged):
 
@@ -58,6 +59,7 @@ def make(variant: str) -> Scheduler:
         return make_scheduler(name)
     rules: dict[str, Callable[[float], Scheduler]] = {
         "srpt_cap": lambda v: SRPTCap(p=v),
+        "srpt_cap_hard": lambda v: SRPTCap(p=v, hard=True),
         "srpt_admit": lambda v: SRPTAdmit(saturated=v),
         "fair_cap": WeightedFairCap,
     }

@@ -79,6 +79,14 @@ def test_srpt_cap_is_work_conserving() -> None:
     assert _at_zero(placed) == {"A": 2, "B": 4}
 
 
+def test_srpt_cap_hard_leaves_the_room_free() -> None:
+    """As above with the cap a hard limit: A takes its two (under 6 cores), B its two (2 cores), and four cores stay
+    free at 0; B's last two start when A's end, at 10."""
+    placed = _placed([_independent("A", 2), _independent("B", 4)], 8, SRPTCap(hard=True))
+    assert _at_zero(placed) == {"A": 2, "B": 2}
+    assert sorted(start for start, _ in placed.values()) == [0.0, 0.0, 0.0, 0.0, 10.0, 10.0]
+
+
 def test_fair_cap_is_a_hard_limit() -> None:
     """One 4-cpu node; A (8 tasks of 10 s, work 80), B (2 tasks, work 20) at 0. Weights 1/80^2 and 1/20^2: fair
     shares 1/17 and 16/17. fair fills the cluster: A 1, B 2, then A again (B has no more): A 2, B 2. fair_cap (cap

@@ -36,10 +36,13 @@ and its barriers limit it). Set, not tuned: the middle of heSRPT's range."""
 class SRPTCap(SRPTHold):
     name = "srpt_cap"
 
-    def __init__(self, margin: float | None = HOLD_MARGIN, p: float = SPEEDUP_P) -> None:
+    def __init__(self, margin: float | None = HOLD_MARGIN, p: float = SPEEDUP_P, hard: bool = False) -> None:
         super().__init__(margin)
         hesrpt_shares(1, p)  # checks p
         self.p = p
+        self.hard = hard
+        """True: the cap is a limit (a workflow at its cap starts nothing more at this decision, room or not), the
+        ablation that asks whether the cap helps by ordering or by keeping room free"""
 
     def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:
         super().reset(cp, dp, seed)
@@ -68,4 +71,4 @@ class SRPTCap(SRPTHold):
         return bool(self.held[w].any()) and float(np.max(self.held[w] / self.total)) >= self.cap_share[w]
 
     def order(self, ready: list[int]) -> Iterator[int]:
-        yield from capped_order(super().order(ready), self.at_cap)
+        yield from capped_order(super().order(ready), self.at_cap, strict=self.hard)
