@@ -132,3 +132,19 @@ def test_srpt_admit_lets_a_shorter_new_workflow_in() -> None:
 def test_registered(name: str) -> None:
     """Each is found by name in the one registry."""
     assert make_scheduler(name).name == name
+
+
+@pytest.mark.parametrize("name", ["srpt_cap", "srpt_admit", "fair_cap"])
+def test_a_stream_of_analytics_jobs_runs_to_a_valid_trace(name: str) -> None:
+    """Eight stages jobs at load 0.9 on homog-8 in the shared mode (noise, failures, stragglers): every task runs to
+    completion and the trace validates."""
+    from dagsched.generate import cluster_preset
+    from dagsched.generate.streams import generate_stream
+    from dagsched.sim.config import mode_settings
+
+    stream = generate_stream(cluster_preset("homog-8"), 8, 0.9, "bursty", seed=3, mix="stages")
+    cp = compile_problem(stream.problem())
+    result = simulate(cp, name, SimConfig(**mode_settings("shared")), seed=3)
+    assert result.valid, result.violations[:3]
+    done = {a.task for a in result.trace.attempts if a.outcome == "done"}
+    assert len(done) == cp.n_tasks
