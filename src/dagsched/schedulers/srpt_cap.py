@@ -10,7 +10,8 @@ work left (its rank) and the cluster's load (how many workflows compete); with o
 cluster. Order within and between workflows, node choice and the hold are `srpt_hold`'s.
 Source: Decima (Mao et al., SIGCOMM 2019) decides each job's parallelism limit besides the next stage; heSRPT
 (Berg, Vesilo and Harchol-Balter, 2019) gives the optimal shares when jobs gain less from each extra server.
-Departure: the cap is a priority, not a limit (work-conserving), because a task does not gain from waiting here.
+Departure: the cap is a priority, not a limit (work-conserving); `SRPTCap(hard=True)` makes it a limit, as
+Decima's and `fair_cap`'s, the ablation that tells the two apart (docs/shared-cluster.md).
 Complexity: `srpt_hold`'s plus O(w log w) per decision for the ranks of w open workflows and O(running) for what
 each holds. Ties: `srpt_hold`'s; equal work left ranks by workflow index.
 """
