@@ -334,7 +334,7 @@ def _compare_table(label: str, cp: Any, classic: bool, seeds: int, names: list[s
 
 @generate_app.command("workflow")
 def generate_workflow_cmd(
-    family: Annotated[str, typer.Option(help="layered, ml_pipeline, etl_star or random")],
+    family: Annotated[str, typer.Option(help="layered, ml_pipeline, etl_star, random or stages")],
     tasks: Annotated[int, typer.Option(help="number of tasks")],
     out: Annotated[Path, typer.Option(help="output file (.yaml or .json)")],
     seed: int = 0,
@@ -398,7 +398,9 @@ def generate_stream_cmd(
     workflows: Annotated[int, typer.Option(help="number of workflows")] = 100,
     load: Annotated[float, typer.Option(help="target offered load of the binding resource (e.g. 0.85)")] = 0.85,
     arrival: Annotated[str, typer.Option(help="poisson, bursty (MMPP-2) or diurnal")] = "poisson",
-    mix: Annotated[str, typer.Option(help="workload mix: default or synthetic")] = "default",
+    mix: Annotated[
+        str, typer.Option(help="workload mix: default, synthetic or stages (analytics jobs alone)")
+    ] = "default",
     seed: int = 0,
 ) -> None:
     """A stream of tenants' workflows arriving over time at a target offered load on one cluster.

@@ -25,10 +25,15 @@ from dagsched.schedulers import registered_names
 
 
 def test_shared_suite_grid() -> None:
-    """3 clusters x 4 loads x 2 arrival processes x 10 seeds, in the shared mode, every registered scheduler but
-    the four it skips (and a scheduler registered later joins)."""
+    """3 clusters x 4 loads x 2 arrival processes x 10 seeds of the default mix, and the same loads, arrivals and
+    seeds of analytics jobs alone on homog-8, in the shared mode, every registered scheduler but the ones it skips
+    (and a scheduler registered later joins)."""
     suite = get_suite("shared")
-    assert len(suite.entries) == len(SHARED_CLUSTERS) * len(SHARED_LOADS) * len(SHARED_ARRIVALS) * len(STANDARD_SEEDS)
+    per_cluster = len(SHARED_LOADS) * len(SHARED_ARRIVALS) * len(STANDARD_SEEDS)
+    assert len(suite.entries) == (len(SHARED_CLUSTERS) + 1) * per_cluster
+    stages = [e.spec for e in suite.entries if e.spec.mix == "stages"]
+    assert len(stages) == per_cluster and {s.cluster_id for s in stages} == {"homog-8"}
+    assert {s.family for s in stages} == {"stages-poisson", "stages-bursty"}
     assert {m.name for m in suite.modes} == {"shared"}
     assert suite.modes[0].config().noise_cv == 0.3 and suite.modes[0].config().mtbf_s
     cells = suite.cells()
@@ -39,6 +44,7 @@ def test_shared_suite_grid() -> None:
     ids = {e.spec.problem_id for e in suite.entries}
     assert len(ids) == len(suite.entries)
     assert "stream/default/bursty/w150/load0.85/s3@hetero-16" in ids
+    assert "stream/stages/poisson/w100/load0.85/s3@homog-8" in ids
     quick = get_suite("shared-quick")
     assert {c.scheduler for c in quick.cells()} == set(registered_names())  # the skipped ones run on short streams
 

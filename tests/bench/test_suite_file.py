@@ -60,6 +60,17 @@ tree_search_limit: 45
     assert {c.spec.n_tasks for c in cells if c.scheduler == "mcts_uct"} == {10, 12}
 
 
+def test_a_suite_file_can_generate_analytics_jobs(tmp_path: Path) -> None:
+    """`generator: stages` (not in the standard grid's four families) is accepted and builds a stages job."""
+    path = _write(
+        tmp_path, "name: st\nworkloads: [{generator: stages, tasks: [40], seeds: [3]}]\nclusters: [homog-8]\n"
+    )
+    suite = load_suite_file(path)
+    assert [e.spec.problem_id for e in suite.entries] == ["syn/stages/n40/s3/ccr0.5@homog-8"]
+    cp = suite.entries[0].spec.build()
+    assert cp.n_tasks == 40
+
+
 def test_globs_traces_recipes_and_classic_files(tmp_path: Path, wfinstances: Path) -> None:
     """Globs are relative to the suite file; a classic file brings its machines (cluster "own");
     `traces` globs the MANIFEST; a seed list is taken as given; `schedulers: all` is left to run time."""

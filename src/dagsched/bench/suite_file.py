@@ -56,10 +56,10 @@ class _GeneratorSpec(BaseModel):
     @field_validator("generator")
     @classmethod
     def _known_family(cls, v: str) -> str:
-        from dagsched.generate import FAMILIES
+        from dagsched.generate import ALL_FAMILIES
 
-        if v not in FAMILIES:
-            raise ValueError(f"unknown family '{v}'; choose one of {', '.join(FAMILIES)}")
+        if v not in ALL_FAMILIES:
+            raise ValueError(f"unknown family '{v}'; choose one of {', '.join(ALL_FAMILIES)}")
         return v
 
     @field_validator("tasks")

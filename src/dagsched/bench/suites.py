@@ -439,6 +439,8 @@ SHARED_LOADS = (0.3, 0.6, 0.85, 0.95)
 SHARED_ARRIVALS = ("poisson", "bursty")
 SHARED_WORKFLOWS = {"homog-8": 100, "hetero-16": 150, "large-100": 250}
 """Workflows per stream on each cluster (see `shared_suite` for why these lengths)."""
+SHARED_STAGES_CLUSTER = "homog-8"
+"""Where the shared suite also runs streams of stage-structured analytics jobs alone (`MIXES["stages"]`)."""
 SHARED_SKIP = ("mcts_uct", "tabu")
 """Registered schedulers the shared suite leaves out (see `shared_suite`); shared-quick runs them."""
 
@@ -446,10 +448,11 @@ SHARED_SKIP = ("mcts_uct", "tabu")
 def stream_spec(
     cluster: str, n_workflows: int, load: float, arrival: str, seed: int, mix: str = "default"
 ) -> ProblemSpec:
-    """A stream of `mix` at `load` on a preset cluster, as the shared suites build theirs."""
+    """A stream of `mix` at `load` on a preset cluster, as the shared suites build theirs (grouped by arrival
+    process, and by mix when it is not the default one)."""
     return ProblemSpec(
         "stream",
-        arrival,
+        arrival if mix == "default" else f"{mix}-{arrival}",
         cluster,
         gen_seed=seed,
         cluster_id=cluster,
@@ -461,7 +464,8 @@ def stream_spec(
 
 
 def shared_suite() -> Suite:
-    """Workflow streams on a shared, loaded cluster: 3 clusters x 4 offered loads x 2 arrival processes x 10 seeds.
+    """Workflow streams on a shared, loaded cluster: 3 clusters x 4 offered loads x 2 arrival processes x 10 seeds,
+    and streams of analytics jobs alone on homog-8 at the same loads, arrivals and seeds.
 
     Each stream mixes four tenants' workflows (ETL, analytics, ML pipelines, science: synthetic
     families, WfCommons recipes and real traces, `MIXES["default"]`) arriving by a Poisson or a
@@ -469,9 +473,12 @@ def shared_suite() -> Suite:
     `shared` mode (noise CV 0.3, node failures and stragglers). The seed fixes the stream and the
     hidden randomness. Streams hold 100 workflows on homog-8, 150 on hetero-16 and 250 on large-100
     (about 7,500, 11,000 and 19,000 tasks), spanning about 3 to 40 hours of simulated time: long enough
-    for several workflow lifetimes at every load, short enough that the 4,320 cells run in hours on
+    for several workflow lifetimes at every load, short enough that the cells run in hours on
     two cores (a steady state on large-100 would need about 100,000 tasks per stream; its figures are
     those of a cluster still filling at the high loads, and the report's utilisation says by how much).
+    The analytics streams (`MIXES["stages"]`: Spark / TPC-H shaped jobs of 2-20 stages of 1-200 short tasks
+    with barriers between stages) hold 100 workflows on homog-8 (about 9,000 tasks), grouped as
+    `stages-poisson` and `stages-bursty`.
 
     Every registered scheduler runs except two whose cost per decision grows with everything queued
     on the cluster, which a stream makes large (`SHARED_SKIP`; shared-quick runs them on short
@@ -485,6 +492,15 @@ def shared_suite() -> Suite:
     entries = [
         Entry(stream_spec(cl, SHARED_WORKFLOWS[cl], load, arrival, s), (s,))
         for cl in SHARED_CLUSTERS
+        for load in SHARED_LOADS
+        for arrival in SHARED_ARRIVALS
+        for s in STANDARD_SEEDS
+    ]
+    entries += [
+        Entry(
+            stream_spec(SHARED_STAGES_CLUSTER, SHARED_WORKFLOWS[SHARED_STAGES_CLUSTER], load, arrival, s, "stages"),
+            (s,),
+        )
         for load in SHARED_LOADS
         for arrival in SHARED_ARRIVALS
         for s in STANDARD_SEEDS

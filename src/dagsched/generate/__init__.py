@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from dagsched.generate.arrivals import ARRIVALS, arrival_times, poisson_arrivals
 from dagsched.generate.clusters import NODE_TYPES, PRESETS, NodeType, Preset, cluster_preset, random_cluster
 from dagsched.generate.distributions import Gamma, LogNormal, RuntimeDistribution, Weibull, by_name
-from dagsched.generate.topologies import DEFAULT_RUNTIME, FAMILIES, SCALES, generate_workflow
+from dagsched.generate.topologies import ALL_FAMILIES, DEFAULT_RUNTIME, FAMILIES, SCALES, generate_workflow
 
 if TYPE_CHECKING:
     from dagsched.generate.recipes import RECIPES, min_tasks, recipe_workflow
@@ -29,6 +29,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ALL_FAMILIES",
     "ARRIVALS",
     "DEFAULT_RUNTIME",
     "FAMILIES",

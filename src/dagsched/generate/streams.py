@@ -107,10 +107,13 @@ MIXES: dict[str, tuple[Source, ...]] = {
         Source("ml", "synthetic", ("ml_pipeline",), (10, 20, 50), 0.08),
         Source("science", "synthetic", ("layered",), (20, 50, 100), 0.25),
     ),
+    "stages": (Source("analytics", "synthetic", ("stages",), (20, 50, 100, 200), 1.0),),
 }
 """Named mixes. `default` draws from every workload kind; on hetero-16 and large-100 its GPU work binds (offered
 GPU load 0.85 puts the CPUs at about 0.65-0.7). `synthetic` needs no data files and no WfChef; its ML share is
-smaller, so that CPU and GPU loads come out about equal."""
+smaller, so that CPU and GPU loads come out about equal. `stages` is stage-structured analytics jobs alone
+(Spark / TPC-H shapes, `dagsched.generate.stages`: 2-20 stages of 1-200 short tasks, barriers between them);
+their CPUs bind."""
 
 
 @dataclass(frozen=True)

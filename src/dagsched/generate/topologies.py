@@ -1,6 +1,6 @@
 """Synthetic workflow families at any size, seeded and reproducible.
 
-Four shapes that stress schedulers differently (and that a learned policy must
+Five shapes that stress schedulers differently (and that a learned policy must
 generalise across):
 
 - ``layered``: Montage-like scientific workflow. Widening layers of parallel
@@ -18,6 +18,11 @@ generalise across):
   of the layer d back with probability density / 2**(d-1) (so skip edges exist
   but stay few), and every non-entry task has at least one parent. Default
   runtimes lognormal.
+- ``stages``: stage-structured analytics jobs (Spark, Dask, TPC-H): 2-20
+  stages of 1-200 identical short tasks with heavy-tailed times, a barrier
+  between dependent stages (`dagsched.generate.stages`, where its parameters
+  and their sources are). Not in the standard suite's grid (`FAMILIES`); the
+  workflow streams draw it.
 
 Per task kind, runtimes are the drawn value times a fixed scale (training is
 3x, a checkpoint 0.1x, ...), resource requests come from a kind profile (cpu in
@@ -37,10 +42,15 @@ import numpy as np
 
 from dagsched.generate._dag import BoolArray, FloatArray, IntArray, critical_mask
 from dagsched.generate.distributions import Gamma, LogNormal, RuntimeDistribution, Weibull, by_name
+from dagsched.generate.stages import STAGE_MEDIAN, stages_workflow
 from dagsched.model.entities import Edge, Task, Workflow
 from dagsched.model.errors import InputError
 
 FAMILIES = ("layered", "ml_pipeline", "etl_star", "random")
+"""The four DAG shapes of the standard suite's grid."""
+ALL_FAMILIES = (*FAMILIES, "stages")
+"""Every family `generate_workflow` builds: the four shapes and the stage-structured analytics jobs
+(`dagsched.generate.stages`), which the workflow streams draw."""
 SCALES = (10, 20, 50, 100, 200, 500, 1000)
 
 DEFAULT_RUNTIME: dict[str, RuntimeDistribution] = {
@@ -259,7 +269,7 @@ def edge_data_bytes(
 
 def _resolve_dist(family: str, runtime_dist: RuntimeDistribution | str | None) -> RuntimeDistribution:
     if runtime_dist is None:
-        return DEFAULT_RUNTIME[family]
+        return STAGE_MEDIAN if family == "stages" else DEFAULT_RUNTIME[family]
     if isinstance(runtime_dist, str):
         return by_name(runtime_dist)
     if not callable(getattr(runtime_dist, "sample", None)):
@@ -268,8 +278,8 @@ def _resolve_dist(family: str, runtime_dist: RuntimeDistribution | str | None) -
 
 
 def _check_args(family: str, n_tasks: int, seed: int, ccr: float, density: float, bandwidth: float) -> None:
-    if family not in _BUILDERS:
-        raise InputError("family", f"unknown family '{family}'; choose one of {', '.join(FAMILIES)}")
+    if family not in ALL_FAMILIES:
+        raise InputError("family", f"unknown family '{family}'; choose one of {', '.join(ALL_FAMILIES)}")
     if isinstance(n_tasks, bool) or not isinstance(n_tasks, int | np.integer) or n_tasks < 2:
         raise InputError("n_tasks", f"a workflow needs at least 2 tasks, got {n_tasks!r}")
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
@@ -333,10 +343,13 @@ def generate_workflow(
     `ccr` is the communication-to-computation ratio at `bandwidth` bytes/s;
     `density` only shapes the ``random`` family; `runtime_dist` is a
     distribution object, a name from `distributions.by_name`, or None for the
-    family default (`DEFAULT_RUNTIME`).
+    family default (`DEFAULT_RUNTIME`; for ``stages`` it draws each stage's
+    median task time, `stages.STAGE_MEDIAN` by default).
     """
     _check_args(family, n_tasks, seed, ccr, density, bandwidth)
     dist = _resolve_dist(family, runtime_dist)
+    if family == "stages":
+        return stages_workflow(int(n_tasks), int(seed), ccr=ccr, bandwidth=bandwidth, runtime_dist=dist, name=name)
     n = int(n_tasks)
     rng = np.random.default_rng(seed)
     shape = _BUILDERS[family](n, rng, density)

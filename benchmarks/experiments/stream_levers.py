@@ -1,0 +1,145 @@
+"""The stream levers as hand rules: a parallelism cap (`srpt_cap`, `fair_cap`) and an admission hold (`srpt_admit`)
+against `srpt_hold` and `fair`, paired stream by stream on held-out streams.
+
+Each group is a cluster, an arrival process and a mix (`default`, or `stages`: stage-structured analytics jobs
+alone); each stream of a group (seeds 401 and up by default: no suite, training run or other bench uses them) runs
+every variant with the same simulator seed in the `shared` mode (the same noise, stragglers and failures). Per group
+and variant it prints the mean over the streams of the ratio of steady-state mean completion to `srpt_hold`'s and
+to `fair`'s [95 % bootstrap interval], the streams it is shorter on, and the ratios of p95 completion and cost and
+the difference in SLA hit rate against `srpt_hold`. Prints; asserts nothing.
+
+A variant is a registered name or `name@x` with a parameter: `srpt_cap@p` (heSRPT's speed-up exponent;
+`srpt_cap_hard@p` makes its cap a hard limit, as `fair_cap`'s),
+`srpt_admit@u` (the busy share of cores that counts as saturated), `fair_cap@f` (the cap factor). `fair_cap`'s
+factor was chosen this way on training streams (seeds 301-302, never judged):
+
+    nice -n 19 .venv/bin/python benchmarks/experiments/stream_levers.py --seeds 301,302 \
+        --groups hetero-16:poisson:default,homog-8:poisson:stages --workflows hetero-16=30,homog-8=30 \
+        --variants fair_cap@1,fair_cap@2,fair_cap@4
+
+and the figures of docs/shared-cluster.md come from
+
+    nice -n 19 .venv/bin/python benchmarks/experiments/stream_levers.py \
+        --seeds 401,402,403,404,405,406,407,408,409,410 --workflows hetero-16=30,homog-8=30
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import defaultdict
+from collections.abc import Callable
+
+import numpy as np
+
+from dagsched.bench.stats import bootstrap_ci
+from dagsched.generate import cluster_preset
+from dagsched.generate.streams import generate_stream
+from dagsched.model import compile_problem
+from dagsched.schedulers import make_scheduler
+from dagsched.schedulers.base import Scheduler
+from dagsched.schedulers.fair_cap import WeightedFairCap
+from dagsched.schedulers.srpt_admit import SRPTAdmit
+from dagsched.schedulers.srpt_cap import SRPTCap
+from dagsched.sim.config import SimConfig, mode_settings
+from dagsched.sim.engine import Simulator
+from dagsched.sim.metrics import stream_metrics
+
+GROUPS = (
+    "hetero-16:poisson:default,hetero-16:bursty:default,homog-8:poisson:default,homog-8:bursty:default,"
+    "homog-8:poisson:stages,homog-8:bursty:stages"
+)
+VARIANTS = "srpt_hold,fair,srpt_cap,srpt_admit,fair_cap"
+
+
+def make(variant: str) -> Scheduler:
+    """A registered scheduler, or one of the levers' rules at a parameter (`name@x`)."""
+    name, _, x = variant.partition("@")
+    if not x:
+        return make_scheduler(name)
+    rules: dict[str, Callable[[float], Scheduler]] = {
+        "srpt_cap": lambda v: SRPTCap(p=v),
+        "srpt_cap_hard": lambda v: SRPTCap(p=v, hard=True),
+        "srpt_admit": lambda v: SRPTAdmit(saturated=v),
+        "fair_cap": WeightedFairCap,
+    }
+    return rules[name](float(x))
+
+
+def paired(values: list[float], base: list[float]) -> tuple[np.ndarray, float, float]:
+    ratio = np.array([a / b for a, b in zip(values, base, strict=True)])
+    low, high = bootstrap_ci(ratio)
+    return ratio, low, high
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--groups", default=GROUPS, help="cluster:arrival:mix, comma-separated")
+    ap.add_argument("--workflows", default="hetero-16=150,homog-8=100", help="workflows per stream, per cluster")
+    ap.add_argument("--load", type=float, default=0.85)
+    ap.add_argument("--seeds", default="401,402,403,404,405,406,407,408,409,410")
+    ap.add_argument("--variants", default=VARIANTS)
+    args = ap.parse_args()
+    sizes = {k: int(v) for k, v in (kv.split("=") for kv in args.workflows.split(","))}
+    seeds = [int(s) for s in args.seeds.split(",")]
+    names = [v for v in args.variants.split(",") if v]
+    names = list(dict.fromkeys(["srpt_hold", "fair", *names]))
+    config = SimConfig(**mode_settings("shared"))
+    pooled: dict[str, list[float]] = defaultdict(list)
+    for group in args.groups.split(","):
+        cluster, arrival, mix = group.split(":")
+        rows: dict[str, list[dict[str, float]]] = defaultdict(list)
+        for seed in seeds:
+            stream = generate_stream(cluster_preset(cluster), sizes[cluster], args.load, arrival, seed=seed, mix=mix)
+            cp = compile_problem(stream.problem())
+            for v in names:
+                sim = Simulator(cp, config, seed)
+                sched = make(v)
+                sched.reset(cp, sim.decision_point(), seed)
+                t0 = time.perf_counter()
+                trace = sim.run(sched)
+                run_s = time.perf_counter() - t0
+                m = stream_metrics(cp, trace, config)
+                rows[v].append(
+                    {"mean": m.completion_mean, "p95": m.completion_p95, "sla": m.sla_hit_rate, "cost": m.cost}
+                )
+                print(
+                    f"{group} seed {seed} {v:14s} mean completion {m.completion_mean:8.1f} s  p95 "
+                    f"{m.completion_p95:8.1f} s  SLA {m.sla_hit_rate:.3f}  cost {m.cost:7.2f}  {run_s:6.1f} s  "
+                    f"({cp.n_tasks} tasks)",
+                    flush=True,
+                )
+        print(
+            f"\n{group}: {sizes[cluster]} workflows, load {args.load}, seeds {args.seeds}: mean [95 % CI] of the "
+            "ratio per stream"
+        )
+        hold = [r["mean"] for r in rows["srpt_hold"]]
+        fair = [r["mean"] for r in rows["fair"]]
+        for v in names:
+            means = [r["mean"] for r in rows[v]]
+            vs_hold, lo_h, hi_h = paired(means, hold)
+            vs_fair, lo_f, hi_f = paired(means, fair)
+            pooled[v] += list(vs_fair)
+            p95, lo_p, hi_p = paired([r["p95"] for r in rows[v]], [r["p95"] for r in rows["srpt_hold"]])
+            cost, lo_c, hi_c = paired([r["cost"] for r in rows[v]], [r["cost"] for r in rows["srpt_hold"]])
+            sla = np.array([a["sla"] - b["sla"] for a, b in zip(rows[v], rows["srpt_hold"], strict=True)])
+            lo_s, hi_s = bootstrap_ci(sla)
+            print(
+                f"  {v:14s} / srpt_hold {vs_hold.mean():.3f} [{lo_h:.3f}, {hi_h:.3f}] shorter on "
+                f"{int((vs_hold < 1).sum())}/{len(vs_hold)}; / fair {vs_fair.mean():.3f} [{lo_f:.3f}, {hi_f:.3f}] "
+                f"shorter on {int((vs_fair < 1).sum())}/{len(vs_fair)}; p95 / srpt_hold {p95.mean():.3f} "
+                f"[{lo_p:.3f}, {hi_p:.3f}]; SLA {sla.mean():+.3f} [{lo_s:+.3f}, {hi_s:+.3f}]; cost / srpt_hold "
+                f"{cost.mean():.3f} [{lo_c:.3f}, {hi_c:.3f}]",
+                flush=True,
+            )
+        print()
+    if len(args.groups.split(",")) > 1:
+        print("every group: mean ratio to fair over all streams")
+        for v in names:
+            r = np.array(pooled[v])
+            lo, hi = bootstrap_ci(r)
+            print(f"  {v:14s} {r.mean():.3f} [{lo:.3f}, {hi:.3f}] over {len(r)} streams")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""The stream levers as hand rules, each on a tiny case worked out by hand: heSRPT's shares, `srpt_cap`'s cap as a
+priority, `fair_cap`'s hard cap and `srpt_admit`'s admission hold. Cloud mode without noise, so the times are exact;
+every trace validates."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dagsched.model import Cluster, Node, Problem, Task, Workflow, compile_problem
+from dagsched.schedulers import make_scheduler, simulate
+from dagsched.schedulers.base import Scheduler
+from dagsched.schedulers.fair_cap import CAP_FACTOR, WeightedFairCap
+from dagsched.schedulers.levers import capped_order, hesrpt_shares
+from dagsched.schedulers.srpt_admit import SATURATED, SRPTAdmit
+from dagsched.schedulers.srpt_cap import SPEEDUP_P, SRPTCap
+from dagsched.sim.config import SimConfig
+
+
+def _placed(workflows: list[Workflow], cpu: int, scheduler: Scheduler | str) -> dict[str, tuple[float, float]]:
+    cp = compile_problem(Problem(workflows=workflows, cluster=Cluster(nodes=[Node(id="n", cpu=cpu, mem=8)])))
+    result = simulate(cp, scheduler, SimConfig())
+    assert result.valid, result.violations
+    return {cp.task_name(a.task): (a.start, a.end) for a in result.trace.attempts}
+
+
+def _at_zero(placed: dict[str, tuple[float, float]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for name, (start, _) in placed.items():
+        if start == 0.0:
+            out[name.split("/")[0]] = out.get(name.split("/")[0], 0) + 1
+    return out
+
+
+def _independent(name: str, n: int, runtime_s: float = 10.0, submit_s: float = 0.0) -> Workflow:
+    tasks = [Task(id=f"{name.lower()}{i}", runtime=runtime_s) for i in range(n)]
+    return Workflow(name=name, tasks=tasks, submit_time=submit_s)
+
+
+def test_hesrpt_shares() -> None:
+    """p = 0.5 (b = 2): two jobs 3/4 and 1/4; four 7/16, 5/16, 3/16, 1/16 (shortest first); p = 0 shares equally;
+    p near 1 gives almost all to the shortest; shares sum to 1; p outside [0, 1) is refused."""
+    assert hesrpt_shares(2, 0.5).tolist() == [0.75, 0.25]
+    assert hesrpt_shares(4, 0.5).tolist() == [7 / 16, 5 / 16, 3 / 16, 1 / 16]
+    assert hesrpt_shares(5, 0.0) == pytest.approx(np.full(5, 0.2))
+    assert hesrpt_shares(3, 0.99)[0] > 0.99
+    assert hesrpt_shares(1, SPEEDUP_P).tolist() == [1.0] and len(hesrpt_shares(0, 0.5)) == 0
+    for m in (2, 7, 30):
+        assert hesrpt_shares(m, 0.7).sum() == pytest.approx(1.0)
+        assert np.all(np.diff(hesrpt_shares(m, 0.7)) <= 0)
+    with pytest.raises(ValueError, match="p must"):
+        hesrpt_shares(3, 1.0)
+
+
+def test_capped_order_defers_or_drops() -> None:
+    """Tasks at their cap go after the others (a priority) or not at all (strict)."""
+    assert list(capped_order([1, 2, 3, 4], lambda t: t % 2 == 1)) == [2, 4, 1, 3]
+    assert list(capped_order([1, 2, 3, 4], lambda t: t % 2 == 1, strict=True)) == [2, 4]
+
+
+def test_srpt_cap_shares_the_cluster_between_the_shortest_workflows() -> None:
+    """One 4-cpu node; B (4 tasks of 10 s, work 40) and A (5 tasks, work 50) at 0. srpt_hold gives B all four cores.
+    srpt_cap (p = 0.5): B's share is 3/4, A's 1/4; B takes 3 cores and is at its cap, A takes one (it holds nothing)
+    and is at its cap, B's fourth task is put off behind A's and the room is gone: B 3, A 1. With p = 0 the shares
+    are 1/2 each: B 2, A 2. One workflow alone is never capped."""
+    wfs = [_independent("A", 5), _independent("B", 4)]
+    assert _at_zero(_placed(wfs, 4, "srpt_hold")) == {"B": 4}
+    assert _at_zero(_placed(wfs, 4, "srpt_cap")) == {"B": 3, "A": 1}
+    assert _at_zero(_placed(wfs, 4, SRPTCap(p=0.0))) == {"B": 2, "A": 2}
+    assert sum(s == 0.0 for s, _ in _placed([_independent("A", 5)], 4, "srpt_cap").values()) == 4
+    with pytest.raises(ValueError, match="p must"):
+        SRPTCap(p=1.5)
+
+
+def test_srpt_cap_is_work_conserving() -> None:
+    """One 8-cpu node, B (4 tasks) and A (2 tasks): both at their caps leave room, which the put-off tasks take:
+    all six start at 0."""
+    placed = _placed([_independent("A", 2), _independent("B", 4)], 8, "srpt_cap")
+    assert _at_zero(placed) == {"A": 2, "B": 4}
+
+
+def test_srpt_cap_hard_leaves_the_room_free() -> None:
+    """As above with the cap a hard limit: A takes its two (under 6 cores), B its two (2 cores), and four cores stay
+    free at 0; B's last two start when A's end, at 10."""
+    placed = _placed([_independent("A", 2), _independent("B", 4)], 8, SRPTCap(hard=True))
+    assert _at_zero(placed) == {"A": 2, "B": 2}
+    assert sorted(start for start, _ in placed.values()) == [0.0, 0.0, 0.0, 0.0, 10.0, 10.0]
+
+
+def test_fair_cap_is_a_hard_limit() -> None:
+    """One 4-cpu node; A (8 tasks of 10 s, work 80), B (2 tasks, work 20) at 0. Weights 1/80^2 and 1/20^2: fair
+    shares 1/17 and 16/17. fair fills the cluster: A 1, B 2, then A again (B has no more): A 2, B 2. fair_cap (cap
+    2 x 1/17 of the cluster): A holds 1/4 after its first task and is at its cap, so the fourth core stays free at 0:
+    A 1, B 2. With a cap factor of 20 (20/17 > 1) nothing is capped: as fair."""
+    wfs = [_independent("A", 8), _independent("B", 2)]
+    assert CAP_FACTOR >= 1.0
+    assert _at_zero(_placed(wfs, 4, "fair")) == {"A": 2, "B": 2}
+    assert _at_zero(_placed(wfs, 4, WeightedFairCap(2.0))) == {"A": 1, "B": 2}
+    assert _at_zero(_placed(wfs, 4, WeightedFairCap(20.0))) == {"A": 2, "B": 2}
+    with pytest.raises(ValueError, match="cap_factor"):
+        WeightedFairCap(0.0)
+
+
+def _admission_case() -> list[Workflow]:
+    """S at 0: s1 (1 cpu, 10 s) and s2 (2 cpus, 2 s), work 14; L at 1: l1 (1 cpu, 20 s), work 20."""
+    s = Workflow(name="S", tasks=[Task(id="s1", runtime=10.0, cpu=1), Task(id="s2", runtime=2.0, cpu=2)])
+    return [s, Workflow(name="L", tasks=[Task(id="l1", runtime=20.0, cpu=1)], submit_time=1.0)]
+
+
+def test_srpt_admit_holds_a_new_workflow_while_shorter_work_waits() -> None:
+    """One 2-cpu node. At 0 s1 starts; s2 needs both cores and waits. At 1 L arrives with half the cores busy.
+    srpt_hold starts l1 at once (1-21), and s2 waits for both cores until 21 (S done at 23). srpt_admit with
+    saturation at 0.5: the cluster is saturated and S (14 left) is shorter than L (20) and has s2 waiting, so l1 is
+    held: s2 runs 10-12 and l1 12-32. At the default saturation (0.85) half-busy is not saturated: as srpt_hold."""
+    hold = _placed(_admission_case(), 2, "srpt_hold")
+    assert hold == {"S/s1": (0.0, 10.0), "L/l1": (1.0, 21.0), "S/s2": (21.0, 23.0)}
+    admit = _placed(_admission_case(), 2, SRPTAdmit(saturated=0.5))
+    assert admit == {"S/s1": (0.0, 10.0), "S/s2": (10.0, 12.0), "L/l1": (12.0, 32.0)}
+    assert SATURATED > 0.5 and _placed(_admission_case(), 2, "srpt_admit") == hold
+    with pytest.raises(ValueError, match="saturated"):
+        SRPTAdmit(saturated=1.5)
+
+
+def test_srpt_admit_lets_a_shorter_new_workflow_in() -> None:
+    """As above, but L is one 4 s task (work 4 < S's 14): it is admitted at once even when saturated (1-5)."""
+    wfs = _admission_case()
+    wfs[1] = Workflow(name="L", tasks=[Task(id="l1", runtime=4.0, cpu=1)], submit_time=1.0)
+    assert _placed(wfs, 2, SRPTAdmit(saturated=0.5))["L/l1"] == (1.0, 5.0)
+
+
+@pytest.mark.parametrize("name", ["srpt_cap", "srpt_admit", "fair_cap"])
+def test_registered(name: str) -> None:
+    """Each is found by name in the one registry."""
+    assert make_scheduler(name).name == name
+
+
+@pytest.mark.parametrize("name", ["srpt_cap", "srpt_admit", "fair_cap"])
+def test_a_stream_of_analytics_jobs_runs_to_a_valid_trace(name: str) -> None:
+    """Eight stages jobs at load 0.9 on homog-8 in the shared mode (noise, failures, stragglers): every task runs to
+    completion and the trace validates."""
+    from dagsched.generate import cluster_preset
+    from dagsched.generate.streams import generate_stream
+    from dagsched.sim.config import mode_settings
+
+    stream = generate_stream(cluster_preset("homog-8"), 8, 0.9, "bursty", seed=3, mix="stages")
+    cp = compile_problem(stream.problem())
+    result = simulate(cp, name, SimConfig(**mode_settings("shared")), seed=3)
+    assert result.valid, result.violations[:3]
+    done = {a.task for a in result.trace.attempts if a.outcome == "done"}
+    assert len(done) == cp.n_tasks
