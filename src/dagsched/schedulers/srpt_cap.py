@@ -36,6 +36,9 @@ and its barriers limit it). Set, not tuned: the middle of heSRPT's range."""
 @register
 class SRPTCap(SRPTHold):
     name = "srpt_cap"
+    best_for = (
+        "nowhere yet: within 1 % of srpt_hold on every measured group; the parallelism-cap lever, kept to be learned"
+    )
 
     def __init__(self, margin: float | None = HOLD_MARGIN, p: float = SPEEDUP_P, hard: bool = False) -> None:
         super().__init__(margin)
