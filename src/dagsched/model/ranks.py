@@ -13,7 +13,7 @@ import numpy as np
 from dagsched.model.compiled import CompiledProblem, FloatArray
 
 try:
-    from numba import njit
+    from numba import njit as njit  # re-exported: model.graph compiles through it
 
     _COMPILED = True
 except ImportError:  # pragma: no cover  (numba is a locked dependency; this keeps a bare install working)
