@@ -20,13 +20,13 @@ def _run(cfg: Any) -> None:
     if cfg.method == "expert":
         rows = training["history"]
         console.print(
-            f"{cfg.name}: {training['rounds_run']} expert rounds in {training['cpu_s']:.0f} CPU s "
+            f"{cfg.name}: {training['generations_run']} expert generations in {training['cpu_s']:.0f} CPU s "
             f"({training['labels_computed']} problems labelled, {training['labels_cached']} from the cache); "
-            f"selected round {training['selected_round']}"
+            f"selected generation {training['selected_generation']}"
         )
         for row in rows:
             console.print(
-                f"  round {row['round']}: validation greedy {row['val_greedy_vs_heft']:.4f} x HEFT, sampled "
+                f"  generation {row['generation']}: validation greedy {row['val_greedy_vs_heft']:.4f} x HEFT, sampled "
                 f"{row['val_sampled_vs_heft']:.4f}, sampled / untrained sampling {row['val_sampled_vs_untrained']:.4f}"
                 + (f"; teacher {row['teacher_vs_heft']:.4f} x HEFT" if "teacher_vs_heft" in row else "")
             )
