@@ -134,8 +134,8 @@ def test_a_rerun_labels_nothing_again_and_resumes_its_generations(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The first run labels every (problem, generation); the same command again reads every label from the cache and the
-    generations from their checkpoints (the teacher is never called) and ends with the same weights; a run with other
-    teacher settings labels again."""
+    generations from their checkpoints (the teacher is never called) and ends with the same weights; a rerun with
+    another learning rate is refused by name; a cache asked with other teacher settings labels again."""
     cfg = _tiny(tmp_path)
     first, rec1 = train_expert(cfg)
     t1 = rec1["training"]
@@ -153,6 +153,8 @@ def test_a_rerun_labels_nothing_again_and_resumes_its_generations(
     for (k, a), b in zip(first.state_dict().items(), again.state_dict().values(), strict=True):
         assert torch.equal(a, b), k
     monkeypatch.undo()
+    with pytest.raises(ValueError, match="lr"):
+        train_expert(replace(cfg, lr=1e-2))
     other = LabelCache(tmp_path / "runs" / "labels")
     p = _problems(1)[0]
     other.labels(p, _centre(p), TeacherSettings(32, 2, 0.1, 3))
@@ -185,3 +187,5 @@ def test_the_command_line_runs_expert_iteration_and_the_model_plans(tmp_path: Pa
     assert simulate(cp, PrioritySampling(policy=policy, samples=4), seed=2).valid
     bad = CliRunner().invoke(app, ["train-priority", "--method", "expert", "--teacher-elite", "0"])
     assert bad.exit_code == 2 and "teacher_elite" in bad.output
+    other = CliRunner().invoke(app, [*args, "--epochs", "2"])
+    assert other.exit_code == 2 and "epochs" in other.output and "other settings" in other.output

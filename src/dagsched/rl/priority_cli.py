@@ -12,10 +12,15 @@ from dagsched.rl.config_cli import command_from_config
 def _run(cfg: Any) -> None:
     from rich.console import Console
 
+    from dagsched.rl.priority_expert import ResumeMismatch
     from dagsched.rl.priority_train import train
 
     console = Console()
-    _, record = train(cfg)
+    try:
+        _, record = train(cfg)
+    except ResumeMismatch as err:
+        console.print(f"error: {err}")
+        raise typer.Exit(2) from None
     training = record["training"]
     if cfg.method == "expert":
         rows = training["history"]

@@ -232,6 +232,29 @@ def _untrained_centre(p: Prepared, prior_scale: float) -> np.ndarray:
     return np.asarray(p.inputs.rank_u / p.inputs.scale_s * prior_scale, dtype=np.float64)
 
 
+class ResumeMismatch(ValueError):
+    """A run's saved generation was trained with other settings than the run resuming it."""
+
+
+RESUME_FREE = ("expert_generations", "cpu_budget_s", "out_dir", "name", "model_out", "label_cache", "iterations")
+"""Settings a run may change when it resumes from saved generations (the rest decide what a generation trains)."""
+
+
+def _resume_config(cfg: PriorityTrainConfig) -> dict[str, Any]:
+    return {k: v for k, v in json.loads(json.dumps(asdict(cfg))).items() if k not in RESUME_FREE}
+
+
+def _check_resumable(saved: dict[str, Any], cfg: PriorityTrainConfig, checkpoint: Path) -> None:
+    """Refuse to resume from `checkpoint` when it was trained with other settings than `cfg` (naming them)."""
+    now = _resume_config(cfg)
+    differ = sorted(k for k in set(saved) | set(now) if saved.get(k) != now.get(k))
+    if saved and differ:
+        raise ResumeMismatch(
+            f"{checkpoint}: saved by a run with other settings ({', '.join(differ)}); use another --name or "
+            "--out-dir, or the same settings, to resume"
+        )
+
+
 def _selection_score(row: dict[str, Any]) -> float:
     return float(row["val_sampled_vs_heft"] + max(0.0, row["val_greedy_vs_heft"] - 1.0))
 
@@ -276,6 +299,7 @@ def train_expert(cfg: PriorityTrainConfig, report: Any = None) -> tuple[Priority
         checkpoint = run_dir / f"generation-{r}"
         if checkpoint.with_suffix(".safetensors").exists() and checkpoint.with_suffix(".json").exists():
             saved = load_priority_policy(checkpoint)
+            _check_resumable(saved.meta.get("config", {}), cfg, checkpoint)
             policy.load_state_dict(saved.state_dict())
             row = dict(saved.meta["generation"])
         else:
@@ -295,7 +319,7 @@ def train_expert(cfg: PriorityTrainConfig, report: Any = None) -> tuple[Priority
                 "prior_rank_u": float(policy.prior.weight[0, 0].detach()),
                 **evaluate(policy, val, cfg.eval_samples, cfg.seed + 7),
             }
-            save_priority_policy(policy, checkpoint, {"generation": row})
+            save_priority_policy(policy, checkpoint, {"generation": row, "config": _resume_config(cfg)})
         history.append(row)
         generations_run = r
         for key, value in row.items():
