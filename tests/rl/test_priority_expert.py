@@ -49,7 +49,7 @@ def _tiny(tmp_path: Path, **kw: object) -> PriorityTrainConfig:
         min_tasks=15,
         stages=(25,),
         nodes=(2, 4),
-        expert_rounds=2,
+        expert_generations=2,
         expert_problems=3,
         teacher_samples=32,
         teacher_rounds=2,
@@ -130,14 +130,16 @@ def test_the_student_loss_goes_down_on_a_tiny_set() -> None:
     assert float((anchored - plain).detach()) == pytest.approx(float(learned.pow(2).mean().detach()), rel=1e-5)
 
 
-def test_a_rerun_labels_nothing_again_and_resumes_its_rounds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The first run labels every (problem, round); the same command again reads every label from the cache and the
-    rounds from their checkpoints (the teacher is never called) and ends with the same weights; a run with other
-    teacher settings labels again."""
+def test_a_rerun_labels_nothing_again_and_resumes_its_generations(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first run labels every (problem, generation); the same command again reads every label from the cache and the
+    generations from their checkpoints (the teacher is never called) and ends with the same weights; a rerun with
+    another learning rate is refused by name; a cache asked with other teacher settings labels again."""
     cfg = _tiny(tmp_path)
     first, rec1 = train_expert(cfg)
     t1 = rec1["training"]
-    assert t1["labels_computed"] == 6 and t1["labels_cached"] == 0 and t1["rounds_run"] == 2
+    assert t1["labels_computed"] == 6 and t1["labels_cached"] == 0 and t1["generations_run"] == 2
     assert len(list((tmp_path / "runs" / "labels").glob("*.safetensors"))) == 6
 
     def refuse(*args: object, **kwargs: object) -> Labels:
@@ -147,10 +149,12 @@ def test_a_rerun_labels_nothing_again_and_resumes_its_rounds(tmp_path: Path, mon
     again, rec2 = train_expert(cfg)
     t2 = rec2["training"]
     assert t2["labels_computed"] == 0 and t2["labels_cached"] == 6
-    assert [r["round"] for r in t2["history"]] == [0, 1, 2]
+    assert [r["generation"] for r in t2["history"]] == [0, 1, 2]
     for (k, a), b in zip(first.state_dict().items(), again.state_dict().values(), strict=True):
         assert torch.equal(a, b), k
     monkeypatch.undo()
+    with pytest.raises(ValueError, match="lr"):
+        train_expert(replace(cfg, lr=1e-2))
     other = LabelCache(tmp_path / "runs" / "labels")
     p = _problems(1)[0]
     other.labels(p, _centre(p), TeacherSettings(32, 2, 0.1, 3))
@@ -160,7 +164,7 @@ def test_a_rerun_labels_nothing_again_and_resumes_its_rounds(tmp_path: Path, mon
 
 
 def test_the_command_line_runs_expert_iteration_and_the_model_plans(tmp_path: Path) -> None:
-    """`dagsched train-priority --method expert` writes a model (its record: rounds, labels, the command) that the
+    """`dagsched train-priority --method expert` writes a model (its record: generations, labels, the command) that the
     drl scheduler plans with; a bad teacher setting exits 2 naming it."""
     from dagsched.cli import app
     from dagsched.generate import cluster_preset, generate_workflow
@@ -170,16 +174,18 @@ def test_the_command_line_runs_expert_iteration_and_the_model_plans(tmp_path: Pa
 
     out = tmp_path / "m"
     args = ["train-priority", "--method", "expert", "--min-tasks", "15", "--stages", "25", "--nodes", "2-4"]
-    args += ["--expert-rounds", "1", "--expert-problems", "2", "--teacher-samples", "16", "--teacher-rounds", "2"]
+    args += ["--expert-generations", "1", "--expert-problems", "2", "--teacher-samples", "16", "--teacher-rounds", "2"]
     args += ["--epochs", "1", "--eval-problems", "1", "--eval-samples", "2", "--out-dir", str(tmp_path)]
     result = CliRunner().invoke(app, [*args, "--model-out", str(out)])
     assert result.exit_code == 0, result.output
-    assert "round 1" in result.output and "2 problems labelled" in result.output
+    assert "generation 1" in result.output and "2 problems labelled" in result.output
     meta = json.loads(out.with_suffix(".json").read_text())
-    assert meta["training"]["rounds_run"] == 1 and "--method expert" in meta["training"]["command"]
-    assert [r["round"] for r in meta["training"]["history"]] == [0, 1]
+    assert meta["training"]["generations_run"] == 1 and "--method expert" in meta["training"]["command"]
+    assert [r["generation"] for r in meta["training"]["history"]] == [0, 1]
     policy = load_priority_policy(out)
     cp = compile_problem(Problem(workflows=[generate_workflow("etl_star", 30, 1)], cluster=cluster_preset("small-3")))
     assert simulate(cp, PrioritySampling(policy=policy, samples=4), seed=2).valid
     bad = CliRunner().invoke(app, ["train-priority", "--method", "expert", "--teacher-elite", "0"])
     assert bad.exit_code == 2 and "teacher_elite" in bad.output
+    other = CliRunner().invoke(app, [*args, "--epochs", "2"])
+    assert other.exit_code == 2 and "epochs" in other.output and "other settings" in other.output

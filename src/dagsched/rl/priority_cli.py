@@ -12,21 +12,26 @@ from dagsched.rl.config_cli import command_from_config
 def _run(cfg: Any) -> None:
     from rich.console import Console
 
+    from dagsched.rl.priority_expert import ResumeMismatch
     from dagsched.rl.priority_train import train
 
     console = Console()
-    _, record = train(cfg)
+    try:
+        _, record = train(cfg)
+    except ResumeMismatch as err:
+        console.print(f"error: {err}")
+        raise typer.Exit(2) from None
     training = record["training"]
     if cfg.method == "expert":
         rows = training["history"]
         console.print(
-            f"{cfg.name}: {training['rounds_run']} expert rounds in {training['cpu_s']:.0f} CPU s "
+            f"{cfg.name}: {training['generations_run']} expert generations in {training['cpu_s']:.0f} CPU s "
             f"({training['labels_computed']} problems labelled, {training['labels_cached']} from the cache); "
-            f"selected round {training['selected_round']}"
+            f"selected generation {training['selected_generation']}"
         )
         for row in rows:
             console.print(
-                f"  round {row['round']}: validation greedy {row['val_greedy_vs_heft']:.4f} x HEFT, sampled "
+                f"  generation {row['generation']}: validation greedy {row['val_greedy_vs_heft']:.4f} x HEFT, sampled "
                 f"{row['val_sampled_vs_heft']:.4f}, sampled / untrained sampling {row['val_sampled_vs_untrained']:.4f}"
                 + (f"; teacher {row['teacher_vs_heft']:.4f} x HEFT" if "teacher_vs_heft" in row else "")
             )

@@ -67,22 +67,22 @@ class PriorityTrainConfig:
     """run name, and the model's version"""
     model_out: str = ""
     """path stem to write the selected model to (.safetensors + .json); empty: only the run folder"""
-    expert_rounds: int = 3
-    """expert: teacher-then-student rounds (the teacher of each round after the first samples around the scores
-    the previous round trained)"""
+    expert_generations: int = 3
+    """expert: teacher-then-student generations (the teacher of each generation after the first samples around the
+    scores the previous generation trained)"""
     expert_problems: int = 64
     """expert: training problems, drawn once from the curriculum's largest stage (min_tasks to the last of stages)"""
     teacher_samples: int = 1024
-    """expert: the teacher's Gumbel samples per problem and round"""
+    """expert: the teacher's Gumbel samples per problem and generation"""
     teacher_rounds: int = 8
     """expert: the teacher's cross-entropy rounds (its samples in equal rounds, each re-centred on the best orders
     of the one before)"""
     teacher_elite: float = 0.1
     """expert: the share of a teacher round's orders its next round is re-centred on"""
     teacher_keep: int = 4
-    """expert: the best distinct orders kept as a problem's labels (over every round's teacher)"""
+    """expert: the best distinct orders kept as a problem's labels (over every generation's teacher)"""
     epochs: int = 20
-    """expert: passes over the labelled problems per round (in batches of `batch`)"""
+    """expert: passes over the labelled problems per generation (in batches of `batch`)"""
     label_cache: str = ""
     """expert: folder of the teacher's labels (one safetensors file per problem, teacher settings and centre, so
     a run resumes without labelling again); empty: <out_dir>/labels"""
@@ -97,7 +97,7 @@ class PriorityTrainConfig:
             "eval_every",
             "eval_problems",
             "min_tasks",
-            "expert_rounds",
+            "expert_generations",
             "expert_problems",
             "teacher_samples",
             "teacher_rounds",

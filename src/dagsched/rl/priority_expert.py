@@ -1,26 +1,26 @@
 """Expert iteration for the priority policy of `drl`: a large-budget sampler labels problems with its best orders,
-the network learns to put those orders first, and its scores centre the next round's sampler.
+the network learns to put those orders first, and its scores centre the next generation's sampler.
 
 One run (`dagsched train-priority --method expert ...`), in the order it runs: draw `expert_problems` training
 problems once from the curriculum's largest stage (`min_tasks` to the last of `stages` tasks) and
-`eval_problems` validation problems from the same distribution; then, for each of `expert_rounds` rounds:
+`eval_problems` validation problems from the same distribution; then, for each of `expert_generations` generations:
 
 1. teacher (`teach`): on each problem, the classic orders (HEFT's upward rank, PEFT's optimistic cost, CPOP's
    rank_u + rank_d) and the centre's greedy order, then `teacher_samples` Gumbel samples of the centre drawn in
    `teacher_rounds` cross-entropy rounds, each re-centred on the best orders of the one before
    (`schedulers.priority_sampling.sample_rounds`: the sampler `drl` plans with, at a budget tens of times
    larger); its `teacher_keep` best distinct orders are the labels. The centre is the untrained sampler's
-   (`prior_scale` x rank_u / critical path) in the first round and the network's scores after. Labels are
+   (`prior_scale` x rank_u / critical path) in the first generation and the network's scores after. Labels are
    cached on disk (`LabelCache`: one safetensors file per problem, teacher settings and centre), so a rerun
    labels nothing twice;
-2. the labels are merged with the problem's earlier ones (the best distinct orders over every round's teacher);
-3. student: `epochs` passes of Adam (restarted each round) over the problems in batches of `batch`, minimising
+2. the labels are merged with the problem's earlier ones (the best distinct orders over every generation's teacher);
+3. student: `epochs` passes of Adam (restarted each generation) over the problems in batches of `batch`, minimising
    the labels' negative Plackett-Luce log-likelihood per step (`priority_train.plackett_luce`, the same
    likelihood POMO and SLIM use), minus `entropy` x the mean entropy of the choice per step, plus `anchor` x the
    mean square of the network's learned part (what its head adds to the rank prior);
 4. validation as in `priority_train.evaluate` (greedy and K-sample plans over HEFT, and untrained sampling with
-   the same noise); the round's weights are saved (`<out_dir>/<name>/round-R`), and a rerun of the same command
-   resumes after the last saved round.
+   the same noise); the generation's weights are saved (`<out_dir>/<name>/generation-G`), and a rerun of the
+   same command resumes after the last saved generation.
 
 The weights kept are those of best validation (sampled makespan, a greedy plan longer than HEFT's counted
 against it), the untrained start included. Sources: Anthony et al., expert iteration (NeurIPS 2017); Corsini et
@@ -232,13 +232,36 @@ def _untrained_centre(p: Prepared, prior_scale: float) -> np.ndarray:
     return np.asarray(p.inputs.rank_u / p.inputs.scale_s * prior_scale, dtype=np.float64)
 
 
+class ResumeMismatch(ValueError):
+    """A run's saved generation was trained with other settings than the run resuming it."""
+
+
+RESUME_FREE = ("expert_generations", "cpu_budget_s", "out_dir", "name", "model_out", "label_cache", "iterations")
+"""Settings a run may change when it resumes from saved generations (the rest decide what a generation trains)."""
+
+
+def _resume_config(cfg: PriorityTrainConfig) -> dict[str, Any]:
+    return {k: v for k, v in json.loads(json.dumps(asdict(cfg))).items() if k not in RESUME_FREE}
+
+
+def _check_resumable(saved: dict[str, Any], cfg: PriorityTrainConfig, checkpoint: Path) -> None:
+    """Refuse to resume from `checkpoint` when it was trained with other settings than `cfg` (naming them)."""
+    now = _resume_config(cfg)
+    differ = sorted(k for k in set(saved) | set(now) if saved.get(k) != now.get(k))
+    if saved and differ:
+        raise ResumeMismatch(
+            f"{checkpoint}: saved by a run with other settings ({', '.join(differ)}); use another --name or "
+            "--out-dir, or the same settings, to resume"
+        )
+
+
 def _selection_score(row: dict[str, Any]) -> float:
     return float(row["val_sampled_vs_heft"] + max(0.0, row["val_greedy_vs_heft"] - 1.0))
 
 
 def train_expert(cfg: PriorityTrainConfig, report: Any = None) -> tuple[PriorityPolicy, dict[str, Any]]:
     """Expert iteration from `cfg` (see the module's docstring); returns the selected policy and its record.
-    `report(metrics)` (optional) is called after each round's validation."""
+    `report(metrics)` (optional) is called after each generation's validation."""
     from torch.utils.tensorboard import SummaryWriter
 
     from dagsched.rl.config_cli import command_line
@@ -256,7 +279,7 @@ def train_expert(cfg: PriorityTrainConfig, report: Any = None) -> tuple[Priority
     cpu0, wall0 = cpu_seconds(), time.time()
     problems = _draws(cfg, rng, cfg.expert_problems)
     val = _draws(cfg, np.random.default_rng(cfg.seed + 10**6), cfg.eval_problems)
-    start = {"round": 0, **evaluate(policy, val, cfg.eval_samples, cfg.seed + 7)}
+    start = {"generation": 0, **evaluate(policy, val, cfg.eval_samples, cfg.seed + 7)}
     history: list[dict[str, Any]] = [start]
     best: tuple[float, dict[str, Tensor], int] = (
         _selection_score(start),
@@ -264,8 +287,8 @@ def train_expert(cfg: PriorityTrainConfig, report: Any = None) -> tuple[Priority
         0,
     )
     merged: list[Labels | None] = [None] * len(problems)
-    rounds_run = 0
-    for r in range(1, cfg.expert_rounds + 1):
+    generations_run = 0
+    for r in range(1, cfg.expert_generations + 1):
         t_label = cpu_seconds()
         misses = cache.misses
         for i, p in enumerate(problems):
@@ -273,16 +296,17 @@ def train_expert(cfg: PriorityTrainConfig, report: Any = None) -> tuple[Priority
             merged[i] = merge(merged[i], cache.labels(p, centre, settings), settings.keep)
         labels = [m for m in merged if m is not None]
         teacher = float(np.mean([lab.spans[0] / p.heft_span for lab, p in zip(labels, problems, strict=True)]))
-        checkpoint = run_dir / f"round-{r}"
+        checkpoint = run_dir / f"generation-{r}"
         if checkpoint.with_suffix(".safetensors").exists() and checkpoint.with_suffix(".json").exists():
             saved = load_priority_policy(checkpoint)
+            _check_resumable(saved.meta.get("config", {}), cfg, checkpoint)
             policy.load_state_dict(saved.state_dict())
-            row = dict(saved.meta["round"])
+            row = dict(saved.meta["generation"])
         else:
             t_fit = cpu_seconds()
             epochs = fit(policy, problems, labels, cfg, np.random.default_rng([cfg.seed, r]), cpu0 + cfg.cpu_budget_s)
             row = {
-                "round": r,
+                "generation": r,
                 "teacher_vs_heft": teacher,
                 "labelled": cache.misses - misses,
                 "label_cpu_s": t_fit - t_label,
@@ -295,9 +319,9 @@ def train_expert(cfg: PriorityTrainConfig, report: Any = None) -> tuple[Priority
                 "prior_rank_u": float(policy.prior.weight[0, 0].detach()),
                 **evaluate(policy, val, cfg.eval_samples, cfg.seed + 7),
             }
-            save_priority_policy(policy, checkpoint, {"round": row})
+            save_priority_policy(policy, checkpoint, {"generation": row, "config": _resume_config(cfg)})
         history.append(row)
-        rounds_run = r
+        generations_run = r
         for key, value in row.items():
             if isinstance(value, float):
                 writer.add_scalar(f"expert/{key}", value, r)
@@ -314,11 +338,11 @@ def train_expert(cfg: PriorityTrainConfig, report: Any = None) -> tuple[Priority
         "version": cfg.name,
         "training": {
             "algorithm": "expert iteration: the Plackett-Luce likelihood of a large-budget sampler's best orders, "
-            "the trained scores centring the next round's sampler",
+            "the trained scores centring the next generation's sampler",
             "command": f"dagsched train-priority {command_line(cfg)}".strip(),
             "config": asdict(cfg),
-            "selected_round": best[2],
-            "rounds_run": rounds_run,
+            "selected_generation": best[2],
+            "generations_run": generations_run,
             "labels_cached": cache.hits,
             "labels_computed": cache.misses,
             "cpu_s": round(cpu_seconds() - cpu0, 1),
