@@ -10,6 +10,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
+# Ray reads this once, at its import: every Ray a test starts resolves its node address to 127.0.0.1 (loopback only),
+# whichever test imports Ray first in a worker
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
 
 def wfinstances_path() -> Path:
     """../shared/data/wfinstances beside the repository, or $DAGSCHED_WFINSTANCES."""

@@ -51,6 +51,8 @@ def _stopped_by(tmp_path: Path, command: list[str], sig: signal.Signals) -> tupl
         text=True,
         check=True,
     ).stdout
+    # a stale .venv would be reinstalled from this scratch folder, its editable install then pointing here
+    assert "pip install" not in recipe, "the .venv is older than the lock: run `make .venv/.installed-stamp` first"
     argv = [*command, recipe] if command[0] == "sh" else [*command, f"PORT={port}", f"GRPC_PORT={grpc_port}"]
     proc = subprocess.Popen(
         argv, cwd=tmp_path, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True

@@ -15,6 +15,7 @@ import logging
 import math
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,12 @@ def label_value(text: str) -> str:
 def quiet_ray_environment() -> None:
     """The environment a local loopback cluster needs, set before Ray starts anything."""
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # node IP resolves to 127.0.0.1 (measured on Linux)
+    # Ray reads that variable once, when it is imported: a process that imported Ray before (a benchmark's cells,
+    # a test beside) resolved its node IP to the machine's own address, and the cluster would bind and be dialled
+    # there. Set what it read too, so every local cluster stays on the loopback address.
+    constants = sys.modules.get("ray._private.ray_constants")
+    if constants is not None:
+        constants.ENABLE_RAY_CLUSTER = False
     os.environ.setdefault("RAY_prestart_worker_first_driver", "0")  # workers start when tasks need them
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
