@@ -48,7 +48,7 @@ def quiet_ray_environment() -> None:
     # there. Set what it read too, so every local cluster stays on the loopback address.
     constants = sys.modules.get("ray._private.ray_constants")
     if constants is not None:
-        constants.ENABLE_RAY_CLUSTER = False
+        setattr(constants, "ENABLE_RAY_CLUSTER", False)  # noqa: B010  (a module of Ray, typed as a plain module)
     os.environ.setdefault("RAY_prestart_worker_first_driver", "0")  # workers start when tasks need them
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")

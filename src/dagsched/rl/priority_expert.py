@@ -44,7 +44,7 @@ from torch import Tensor
 from dagsched.policy.priority_net import PriorityConfig, PriorityPolicy, load_priority_policy, save_priority_policy
 from dagsched.rl.priority_config import PriorityTrainConfig
 from dagsched.rl.priority_curriculum import HELD_OUT, TRAIN_FAMILIES, TRAIN_RECIPES, draw_problem
-from dagsched.rl.priority_train import Prepared, cpu_seconds, evaluate, plackett_luce, prepare
+from dagsched.rl.priority_train import Prepared, cpu_seconds, evaluate, plackett_luce, prepare, save_run
 from dagsched.schedulers.priority_sampling import sample_rounds
 from dagsched.sim import listsched
 
@@ -354,8 +354,5 @@ def train_expert(cfg: PriorityTrainConfig, report: Any = None) -> tuple[Priority
         },
         "held_out_families": list(HELD_OUT),
     }
-    save_priority_policy(policy, run_dir / "selected", record)
-    if cfg.model_out:
-        save_priority_policy(policy, cfg.model_out, record)
-    (run_dir / "history.json").write_text(json.dumps(history))
+    save_run(policy, record, run_dir, cfg.model_out, history)
     return policy, record

@@ -272,11 +272,18 @@ def train(cfg: PriorityTrainConfig, report: Any = None) -> tuple[PriorityPolicy,
         },
         "held_out_families": list(HELD_OUT),
     }
-    save_priority_policy(policy, run_dir / "selected", record)
-    if cfg.model_out:
-        save_priority_policy(policy, cfg.model_out, record)
-    (run_dir / "history.json").write_text(json.dumps(history))
+    save_run(policy, record, run_dir, cfg.model_out, history)
     return policy, record
+
+
+def save_run(
+    policy: PriorityPolicy, record: dict[str, Any], run_dir: Path, model_out: str | None, history: list[Any]
+) -> None:
+    """A finished run's files: the selected policy in the run's folder (and at `model_out` when given), its history."""
+    save_priority_policy(policy, run_dir / "selected", record)
+    if model_out:
+        save_priority_policy(policy, model_out, record)
+    (run_dir / "history.json").write_text(json.dumps(history))
 
 
 def finetune(
