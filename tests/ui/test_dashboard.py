@@ -35,7 +35,7 @@ pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="apt-get install c
 def readme_etl_request() -> dict[str, Any]:
     """The body of the README's `curl $URL/v1/schedule` example (the ETL workflow on nodes n1 and n2)."""
     text = (REPO / "README.md").read_text()
-    match = re.search(r"\$URL/v1/schedule -H 'content-type: application/json' -d '(\{.*?\})'\n", text, re.DOTALL)
+    match = re.search(r"\$URL/v1/schedule -H 'content-type: application/json' -d '(\{.*?\})'[ \n]", text, re.DOTALL)
     assert match, "README.md: the curl example of /v1/schedule is gone"
     return json.loads(match.group(1))
 
