@@ -1,7 +1,7 @@
 """What explaining a drl plan costs, beside what planning it costs: a 1,000-task workflow on 100 nodes.
 
 Figures, in one process, one torch thread, the shipped priority policy (drl-v3), the service's sampling
-(`SERVICE_SAMPLING`, as /v1/schedule plans and `GET /v1/plans/{id}/explain` replays):
+(drl's service options, as /v1/schedule plans and `GET /v1/plans/{id}/explain` replays):
 - plan: drl plans the workflow (what /v1/schedule runs, less HTTP and the store), validated;
 - overview: `GET /v1/plans/{id}/explain`: the plan replayed, then every task's probability among the tasks
   ready when it was placed;
@@ -33,7 +33,7 @@ from dagsched.generate import cluster_preset, generate_workflow
 from dagsched.io.native import workflow_to_native
 from dagsched.model import Problem, compile_problem
 from dagsched.policy.priority_net import load_cached_priority_policy
-from dagsched.schedulers.priority_sampling import SERVICE_SAMPLING, PrioritySampling
+from dagsched.schedulers import Scheduler, make_scheduler
 from dagsched.sim.run import simulate
 
 
@@ -60,8 +60,8 @@ def main() -> None:
     cp = compile_problem(Problem(workflows=[wf], cluster=cluster_preset(args.cluster)))
     print(f"{args.family} {cp.n_tasks} tasks, {len(cp.pred_idx)} edges on {args.cluster} ({cp.n_nodes} nodes)")
 
-    def make() -> PrioritySampling:
-        return PrioritySampling(policy=policy, **SERVICE_SAMPLING)
+    def make() -> Scheduler:
+        return make_scheduler("drl", service=True, policy=policy)  # as the service builds it
 
     simulate(cp, make())  # warm: numba kernels, caches
     t_plan, result = _median(lambda: simulate(cp, make(), validate=True), args.repeats)

@@ -137,12 +137,11 @@ def algorithm(cfg: FinetuneConfig) -> str:
 
 def evaluate(old: Any, new: Any, problems: list[LoggedProblem]) -> list[HeldOutResult]:
     """Each model's makespan on each problem in the one simulator, planned as the service plans with it
-    (`drl`'s priority sampling with the service's settings, `SERVICE_SAMPLING`)."""
-    from dagsched.schedulers import simulate
-    from dagsched.schedulers.priority_sampling import SERVICE_SAMPLING, PrioritySampling
+    (the registry's `drl` with the model handed to it and its service options)."""
+    from dagsched.schedulers import make_scheduler, simulate
 
     def makespan(model: Any, cp: CompiledProblem) -> float:
-        result = simulate(cp, PrioritySampling(policy=model, **SERVICE_SAMPLING), validate=True)
+        result = simulate(cp, make_scheduler("drl", service=True, policy=model), validate=True)
         return result.metrics.makespan if result.valid else math.inf
 
     return [
