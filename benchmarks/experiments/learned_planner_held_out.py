@@ -15,7 +15,9 @@ Schedulers: heft, cpop, peft; `drl` as shipped (its budget of 0.6 s per plan: th
 samples); `drl@1s` (the budget of 1 s, no cap on K); `greedy` (the learned scores decoded once, K = 1, no
 classic plans); and at one fixed K without the classic plans, three samplers with the same Gumbel noise:
 `learned@K`, `rank_u@K` (untrained: the upward rank at the network's starting prior scale) and `random@K` (a
-randomly initialised network of the same architecture, its head at full initial scale).
+randomly initialised network of the same architecture, its head at full initial scale); `sampling`, the untrained
+planner whole (drl's planner around the upward rank, no network), at drl's budget; `drl@service` and
+`sampling@service`, both at the service's budget (0.3 s, at most 64 samples).
 
 Printed per set and group: each scheduler's mean ratio to HEFT and to the best of HEFT/CPOP/PEFT on the same
 problem with a 95 % bootstrap interval, the worst ratio and the plan time; paired ratios (A/B) with intervals
@@ -177,6 +179,9 @@ def makers(policy_path: str | None, k: int) -> dict[str, Callable[[], Scheduler]
             f"learned@{k}": lambda: PrioritySampling(policy=policy, samples=k, seeds=False),
             f"rank_u@{k}": lambda: PrioritySampling(scores="rank_u", prior_scale=scale, samples=k, seeds=False),
             f"random@{k}": lambda: PrioritySampling(policy=random_net, samples=k, seeds=False),
+            "sampling": lambda: make_scheduler("sampling"),
+            "drl@service": lambda: make_scheduler("drl", service=True, policy=policy),
+            "sampling@service": lambda: make_scheduler("sampling", service=True),
         }
     )
     return out
@@ -389,6 +394,8 @@ def main() -> None:
             (f"learned@{k}", f"random@{k}"),
             ("greedy", "heft"),
             ("drl", "heft"),
+            ("drl", "sampling"),
+            ("drl@service", "sampling@service"),
         )
         if a in make and b in make
     ]

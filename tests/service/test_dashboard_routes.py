@@ -29,7 +29,7 @@ def test_stats_count_this_process_plans_and_read_the_store(client: TestClient) -
     assert 0 < s["decision_latency_ms"]["p50"] <= s["decision_latency_ms"]["p99"]
     assert s["model"]["version"] == "tiny-v1" and s["breaker"]["open"] is False
     assert s["store"] == {"status": "ok", "dialect": "sqlite"}
-    assert s["fallbacks"]["total"] == 0 and s["default_scheduler"] == "drl"
+    assert s["fallbacks"]["total"] == 0 and s["default_scheduler"] == "sampling"
     assert s["grpc"] == {"port": None} and s["canary"] is None  # no --grpc-port here, no canary
     assert s["calibration"] == {"enabled": True, "active": False}  # no executed run yet
 
@@ -125,7 +125,7 @@ def test_presets_and_schedulers_plan_as_given(client: TestClient) -> None:
     hetero = next(p for p in presets if p["name"] == "hetero-16")
     assert len(hetero["nodes"]) == 16
     names = client.get("/v1/schedulers").json()
-    assert {"heft", "drl", "cpop"} <= set(names["schedulers"]) and names["default"] == "drl"
+    assert {"heft", "drl", "cpop"} <= set(names["schedulers"]) and names["default"] == "sampling"
     r = client.post("/v1/schedule", json={"workflow": workflow(), "nodes": hetero["nodes"], "scheduler": "heft"})
     assert r.status_code == 200 and {a["node"] for a in r.json()["assignments"]} <= {n["id"] for n in hetero["nodes"]}
 

@@ -99,5 +99,6 @@ def test_online_finetune_of_the_served_priority_policy(
         shipped = client.post("/v1/finetune/runs", headers=AUTH).json()
         assert shipped["verdict"] == "shipped" and shipped["version"].startswith("drl-v3-ft-test-")
         client.put("/v1/config", json={"decision_deadline_ms": 60_000}, headers=AUTH).raise_for_status()
-        plan = client.post("/v1/schedule", json={"workflow": ml_pipeline(9), "nodes": drift_nodes()}).json()
+        body = {"workflow": ml_pipeline(9), "nodes": drift_nodes(), "scheduler": "drl"}
+        plan = client.post("/v1/schedule", json=body).json()
         assert plan["scheduler"] == "drl" and plan["model_version"] == shipped["version"]

@@ -58,7 +58,7 @@ def test_schedule_plans_as_http_does_and_stores_the_plan(both: tuple[TestClient,
     assert json_format.MessageToDict(plan.objective)["value"] == pytest.approx(over_http["objective"]["value"])
     assert http.get("/v1/decisions", params={"plan_id": plan.plan_id}).json()["count"] == 4
     default = rpc.schedule({"workflow": workflow("default"), "nodes": nodes()})
-    assert default.requested_scheduler == "drl" and not default.HasField("fallback_reason")
+    assert default.requested_scheduler == "sampling" and not default.HasField("fallback_reason")
     metrics = http.get("/v1/metrics").text
     assert 'dagsched_grpc_requests_total{code="OK",method="Schedule"} 2.0' in metrics
 

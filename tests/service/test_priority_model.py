@@ -31,14 +31,19 @@ def _files(stem: Path, weights: bytes | None = None) -> dict:
 
 
 def test_the_shipped_model_is_the_priority_policy(make_settings) -> None:
-    """Started with the default model path, the service serves drl-v3 and plans with it by default."""
+    """Started with the default model path, the service serves drl-v3 and drl plans with it; the default plans
+    with untrained sampling, the same plan for this workflow."""
     from dagsched.service.settings import DEFAULT_MODEL
 
     with TestClient(create_app(make_settings(model_path=DEFAULT_MODEL))) as c:
         info = c.get("/v1/model").json()
         assert info["loaded"] is True and info["version"].startswith("drl-v3")
-        plan = c.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes()}).json()
+        plan = c.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes(), "scheduler": "drl"}).json()
         assert plan["scheduler"] == "drl" and plan["fallback"] is False
+        assert plan["model_version"].startswith("drl-v3")
+        default = c.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes()}).json()
+        assert default["scheduler"] == "sampling" and default["model_version"] is None
+        assert default["makespan"] <= plan["makespan"] + 1e-9
         heft = c.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes(), "scheduler": "heft"}).json()
         assert plan["makespan"] <= heft["makespan"] + 1e-9
 

@@ -53,11 +53,13 @@ def test_evidence_lists_alternatives_by_eft_and_terms(client: TestClient) -> Non
     assert plan["objective"]["value"] == pytest.approx(value)
 
 
-def test_default_scheduler_is_drl_and_drl_is_the_loaded_policy(client: TestClient) -> None:
-    """With no scheduler named drl plans (the learned planner: never longer than HEFT on predictions, docs/service.md);
-    HEFT when named. drl is the loaded policy (its model version) and nothing falls back."""
+def test_default_scheduler_is_sampling_and_drl_is_the_loaded_policy(client: TestClient) -> None:
+    """With no scheduler named `sampling` plans (untrained priority sampling: never longer than HEFT on predictions,
+    no network; docs/service.md); HEFT or drl when named. drl is the loaded policy (its model version), and nothing
+    falls back."""
     plan = client.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes()}).json()
-    assert plan["requested_scheduler"] == plan["scheduler"] == "drl" and plan["fallback"] is False
+    assert plan["requested_scheduler"] == plan["scheduler"] == "sampling" and plan["fallback"] is False
+    assert plan["model_version"] is None
     plan = client.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes(), "scheduler": "heft"}).json()
     assert plan["requested_scheduler"] == plan["scheduler"] == "heft" and plan["fallback"] is False
     plan = client.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes(), "scheduler": "drl"}).json()

@@ -6,8 +6,8 @@ and the error names the field (`rules.gpu: ...`). A config kept from an older re
 store's, a config file) loads without the settings this one retired (`RETIRED_KEYS`), saying so
 in the log.
 
-    default_scheduler: drl          # the learned planner: never a longer plan than HEFT's (docs/service.md)
-    decision_deadline_ms: 1500      # the learned planner's plan slower than this -> HEFT plans instead
+    default_scheduler: sampling     # HEFT's rank sampled: never a longer plan than HEFT's, no network (docs/service.md)
+    decision_deadline_ms: 1500      # a learned planner's (drl's) plan slower than this -> HEFT plans instead
     rules:                          # hard constraints, all must hold for a (node, task) pair
       gpu: node.gpu_free >= task.gpu
     breaker: {failures: 5, cooldown_s: 30}
@@ -36,8 +36,11 @@ from dagsched.sim.objective import ObjectiveWeights
 log = logging.getLogger("dagsched.service")
 
 
+DEFAULT_SCHEDULER = "sampling"
+"""The default scheduler: priority sampling around HEFT's upward rank, no network on the planning path (the learned
+scores sample no shorter plans on held-out problems: docs/planner.md, "Where the network stands")."""
 LEARNED_SCHEDULER = "drl"
-"""The default scheduler, and the one a model-version canary plans with: the learned planner."""
+"""The one a model-version canary plans with, and the default once such a canary is promoted: the learned planner."""
 FALLBACK_SCHEDULER = "heft"
 """Plans when the chosen scheduler is missing, fails or is too slow."""
 SKEW_SCHEDULER = "round_robin"
@@ -142,7 +145,7 @@ class RuntimeConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)  # strict: `true` is not a number, "1" is not one
 
     default_scheduler: str = Field(
-        LEARNED_SCHEDULER, description="scheduler of /v1/schedule when the request names none"
+        DEFAULT_SCHEDULER, description="scheduler of /v1/schedule when the request names none"
     )
     decision_deadline_ms: float = Field(
         1500.0, gt=0, description="deadline of the learned planner's plan (drl plans a workflow in one decision)"

@@ -3,8 +3,8 @@
     python -m dagsched.service.demo --url http://127.0.0.1:8080 --count 20
 
 Each round plans a generated workflow (the four topology families, 10 to 40 tasks) on the
-16-node `hetero-16` cluster with some capacity in use, alternating the learned planner (`drl`, the service's
-default) and HEFT, both named per request, calls the Kubernetes extender once, and
+16-node `hetero-16` cluster with some capacity in use, alternating the service's
+default (`sampling`, HEFT's rank sampled) and HEFT, named per request, calls the Kubernetes extender once, and
 prints one line per plan; it ends with the address of the dashboard, which now shows them.
 """
 
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
         for i in range(args.count):
             nodes = sample_nodes(i)
             body: dict[str, Any] = {"workflow": sample_workflow(i), "nodes": nodes}
-            body["scheduler"] = "heft" if i % 2 else "drl"
+            body["scheduler"] = "heft" if i % 2 else "sampling"
             r = client.post("/v1/schedule", json=body)
             if r.status_code != 200:
                 print(f"{i:3d} {r.status_code} {r.json().get('detail')}")
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
             plan = r.json()
             note = f" (fallback: {plan['fallback_reason']})" if plan["fallback"] else ""
             print(
-                f"{i:3d} {plan['workflow']:<28} {plan['scheduler']:<6} makespan {plan['makespan']:9.1f} s  "
+                f"{i:3d} {plan['workflow']:<28} {plan['scheduler']:<8} makespan {plan['makespan']:9.1f} s  "
                 f"cost ${plan['cost']:.4f}  {len(plan['assignments'])} tasks{note}"
             )
             first = plan["assignments"][0]

@@ -49,7 +49,7 @@ class ScheduleRequest(_Body):
 
     workflow: dict[str, Any] = Field(description="a native workflow (name, tasks) or a WfFormat instance")
     nodes: Annotated[list[NodeState], Field(min_length=1)]
-    scheduler: str | None = Field(None, description="registered scheduler name; default from the config (drl)")
+    scheduler: str | None = Field(None, description="registered scheduler name; default from the config (sampling)")
     weights: ObjectiveWeights | None = Field(None, description="objective weights; default from the config")
 
 
