@@ -147,7 +147,8 @@ def register(app: Any) -> None:
             _check_functions(cp)
             if resume is not None:
                 assert journal is not None
-                done_before = resumed_tasks(cp, journal.load(resume).done)
+                before = journal.load(resume)
+                done_before = resumed_tasks(cp, before.done, before.outputs)
         except InputError as err:
             raise _fail(err) from None
         args = {
@@ -223,6 +224,7 @@ def register(app: Any) -> None:
                         on_step=bar.live,
                         listeners=listeners,
                         done_before=done_before,
+                        journal_outputs=journal is not None,
                     )
             except KeyboardInterrupt:
                 interrupted = True
@@ -316,10 +318,12 @@ def _trace_events(cp: Any, trace: Any) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _journal_listener(journal: Any, run_id: str) -> Any:
-    """Journal each attempt that ended (starts are not journalled: a run resumes from what finished)."""
+    """Journal each attempt that ended, a done one with its output (starts are not journalled: a run resumes from
+    what finished)."""
+    from dagsched.live.run import ATTEMPT_OUTCOMES
 
     def listen(events: list[tuple[str, dict[str, Any]]]) -> None:
-        journal.record(run_id, [row | {"outcome": kind} for kind, row in events if kind != "started"])
+        journal.record(run_id, [row | {"outcome": kind} for kind, row in events if kind in ATTEMPT_OUTCOMES])
 
     return listen
 

@@ -104,8 +104,8 @@ class LiveEngine(Simulator):
 
     def resume_done(self, done: dict[int, int]) -> None:
         """Tasks an earlier run finished (task -> node): done at time 0 of this run, as zero-length attempts on
-        their nodes (so the trace still holds every task once), their children counting them as finished; an exit
-        of theirs hands its children no output (what they returned then is not kept)."""
+        their nodes (so the trace still holds every task once), their children counting them as finished (the
+        executor holds the outputs they made then: `RayExecutor.restore_outputs`)."""
         succs = self._st.succs
         for t, nd in sorted(done.items()):
             self.status[t] = DONE

@@ -10,6 +10,7 @@ them as events, together with nodes Ray has declared dead.
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,12 +92,16 @@ class RayExecutor:
     cluster: RayCluster
     time_scale: float = 1.0
     data_scale: float = 1e-4
+    journal_outputs: bool = False
+    """keep each finished command's stdout and function's value (as JSON) in `finished_outputs` for the journal"""
     tasks: list[Task] = field(init=False)
     parents: list[list[int]] = field(init=False)
     payloads: list[int] = field(init=False)
     outputs: dict[int, Any] = field(default_factory=dict)  # done task -> its output's object reference
     output_node: dict[int, int] = field(default_factory=dict)  # done task -> the node its output was made on
     stdout: dict[int, str] = field(default_factory=dict)  # a done command's stdout, while its children need it
+    finished_outputs: dict[int, tuple[str, str]] = field(default_factory=dict)
+    """done task -> its output as the journal keeps it (`("text", stdout)` or `("json", value)`), until journalled"""
     children_left: list[int] = field(init=False)
     inflight: dict[Any, tuple[int, int, int, float, float, Any]] = field(default_factory=dict)
     lost: set[int] = field(default_factory=set)
@@ -129,6 +134,7 @@ class RayExecutor:
         req = self.cp.req[t]
         spec = task_spec(self.tasks[t], work_s * self.time_scale, self.payloads[t])
         spec["nodes"] = self._node_map
+        spec["journal"] = self.journal_outputs
         options: dict[str, Any] = {
             "num_cpus": float(req[0]),
             "num_gpus": float(req[2]),
@@ -148,6 +154,30 @@ class RayExecutor:
             if self.children_left[p] <= 0:
                 self.outputs.pop(p, None)
                 self.stdout.pop(p, None)
+
+    def restore_outputs(self, done: dict[int, int], kept: dict[int, tuple[str, str]]) -> None:
+        """Tasks an earlier run finished: their outputs, as the journal kept them (`kept`), go back into the object
+        store for their children; an emulated task's payload is made again from its size. A done task whose
+        output was not kept hands its children nothing (`run.resumable` counts such a task done only where no
+        child is left to run)."""
+        import ray
+
+        for t in done:
+            children = self.cp.succs(t).tolist()
+            if children and all(c in done for c in children):
+                continue  # nothing left to hand it to
+            run = self.tasks[t].run
+            if run is None:
+                value: Any = bytes(self.payloads[t]) if self.payloads[t] else None
+            elif t in kept:
+                encoding, text = kept[t]
+                value = json.loads(text) if encoding == "json" else text
+                if encoding == "text":
+                    self.stdout[t] = text
+            else:
+                continue
+            self.outputs[t] = ray.put(value)
+            self.output_node[t] = -1
 
     def results(self) -> dict[int, Any]:
         """The outputs of the exit tasks that ran (fetched from the object store)."""
@@ -216,6 +246,11 @@ class RayExecutor:
             self.output_node[t] = nd
             if "stdout" in status:
                 self.stdout[t] = status["stdout"]
+            if self.journal_outputs:
+                if "stdout" in status:
+                    self.finished_outputs[t] = ("text", status["stdout"])
+                elif status.get("output_json") is not None:
+                    self.finished_outputs[t] = ("json", status["output_json"])
         return [TaskEnded(t, version, bool(status["ok"]), str(status.get("reason", "")), False, status)]
 
     def check_nodes(self) -> list[NodeLost]:

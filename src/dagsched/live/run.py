@@ -77,12 +77,23 @@ def _validated(cp: CompiledProblem, trace: Trace, dropped: set[str]) -> tuple[bo
     return not violations, violations
 
 
+ATTEMPT_OUTCOMES = ("done", "failed", "overrun", "error")
+"""The kinds of an attempt feed's events that are an attempt's end (the other: "started")."""
+
+
 class AttemptFeed:
     """Hands what happened since the last call to listeners: each task start (once per attempt) and each
-    attempt that ended, as `(kind, row)` with kind "started" or the attempt's outcome."""
+    attempt that ended, as `(kind, row)` with kind "started" or the attempt's outcome; a done attempt's row carries
+    its output as the journal keeps it (`output`: `(encoding, body)` or None)."""
 
-    def __init__(self, cp: CompiledProblem, listeners: list[Callable[[list[tuple[str, dict[str, Any]]]], None]]):
+    def __init__(
+        self,
+        cp: CompiledProblem,
+        listeners: list[Callable[[list[tuple[str, dict[str, Any]]]], None]],
+        outputs: dict[int, tuple[str, str]] | None = None,
+    ):
         self.cp, self.listeners = cp, listeners
+        self.outputs = outputs if outputs is not None else {}  # the executor's finished outputs, taken when told
         self.seen_attempts = 0
         self.started: set[tuple[int, float]] = set()  # (task, start) of the running attempts told
 
@@ -104,7 +115,10 @@ class AttemptFeed:
             if (a.task, a.start) not in self.started:
                 events.append(("started", self._row(a.task, a.node, a.start, None)))
             self.started.discard((a.task, a.start))
-            events.append((a.outcome, self._row(a.task, a.node, a.start, a.end)))
+            row = self._row(a.task, a.node, a.start, a.end)
+            if a.outcome == "done":
+                row["output"] = self.outputs.pop(a.task, None)
+            events.append((a.outcome, row))
         for t, run in engine.running.items():
             if (t, run.start) not in self.started:
                 self.started.add((t, run.start))
@@ -114,15 +128,43 @@ class AttemptFeed:
                 listen(events)
 
 
-def resumed_tasks(cp: CompiledProblem, done: dict[tuple[str, str], str]) -> dict[int, int]:
-    """An earlier run's done tasks, (workflow, task) -> node id, as task index -> node index of this problem."""
+@dataclass
+class Resumed:
+    """What an earlier run finished, in this problem's indices: task -> node, and task -> its kept output."""
+
+    done: dict[int, int]
+    outputs: dict[int, tuple[str, str]]
+
+
+def resumed_tasks(
+    cp: CompiledProblem,
+    done: dict[tuple[str, str], str],
+    outputs: dict[tuple[str, str], tuple[str, str]] | None = None,
+) -> Resumed:
+    """An earlier run's done tasks ((workflow, task) -> node id) and kept outputs ((workflow, task) -> (encoding,
+    body)) in this problem's indices. A done task counts as done where its children can have its output (an
+    emulated payload is made again; a command's or function's must have been kept) or none of them is left to run;
+    otherwise it runs again, and so, in turn, may its own parents."""
+    outputs = outputs or {}
     nodes = {n: i for i, n in enumerate(cp.node_ids)}
-    out = {}
+    tasks = problem_tasks(cp)
+    finished, kept = {}, {}
     for t in range(cp.n_tasks):
         key = (cp.wf_names[int(cp.task_wf[t])], cp.task_ids[t])
         if key in done and done[key] in nodes:
-            out[t] = nodes[done[key]]
-    return out
+            finished[t] = nodes[done[key]]
+            if key in outputs:
+                kept[t] = outputs[key]
+    changed = True
+    while changed:  # a task run again needs its parents' outputs: those kept nowhere run again too
+        changed = False
+        for t in list(finished):
+            lost = tasks[t].run is not None and t not in kept
+            if lost and any(int(c) not in finished for c in cp.succs(t)):
+                del finished[t]
+                kept.pop(t, None)
+                changed = True
+    return Resumed(finished, kept)
 
 
 def run_live(
@@ -136,12 +178,14 @@ def run_live(
     noise_cv: float = 0.0,
     on_step: Callable[[LiveEngine], None] | None = None,
     listeners: list[Callable[[list[tuple[str, dict[str, Any]]]], None]] | None = None,
-    done_before: dict[int, int] | None = None,
+    done_before: Resumed | None = None,
+    journal_outputs: bool = False,
 ) -> LiveResult:
     """Run every task of `cp` for real on `cluster`, `scheduler` deciding live.
 
-    `listeners` are told each task start and each attempt's end as they happen (the journal, the service);
-    `done_before` (task -> node) are tasks an earlier run finished: they are not run again."""
+    `listeners` are told each task start and each attempt's end as they happen (the journal, the service), a done
+    attempt with its output where `journal_outputs`; `done_before` are the tasks an earlier run finished: they
+    are not run again, and their children get the outputs it kept."""
     from dagsched.schedulers import make_scheduler
 
     config = live_config(noise_cv)
@@ -149,9 +193,9 @@ def run_live(
     # whatever the scheduler needs on first use, so the live run's first decision is not a cold one
     guess = predicted(cp, scheduler, seed, noise_cv)
     sched = make_scheduler(scheduler)
-    executor = RayExecutor(cp, cluster, time_scale, data_scale)
+    executor = RayExecutor(cp, cluster, time_scale, data_scale, journal_outputs)
     executor.warm_up()
-    feed = AttemptFeed(cp, listeners or [])
+    feed = AttemptFeed(cp, listeners or [], executor.finished_outputs)
 
     def stepped(engine: LiveEngine) -> None:
         feed(engine)
@@ -160,8 +204,9 @@ def run_live(
 
     engine = LiveEngine(cp, config, seed, executor, LiveClock(time_scale), stepped)
     engine.trace.scheduler = scheduler
-    if done_before:
-        engine.resume_done(done_before)
+    if done_before is not None and done_before.done:
+        executor.restore_outputs(done_before.done, done_before.outputs)
+        engine.resume_done(done_before.done)
         feed.skip_existing(engine.trace)
     sched.reset(cp, engine.decision_point(), seed)
     engine.clock = LiveClock(time_scale)  # the run starts now, after the scheduler is ready
