@@ -139,8 +139,8 @@ def test_a_failing_command_is_retried_then_its_workflow_fails_and_the_others_go_
 
 def test_a_node_lost_mid_run_its_tasks_run_again_elsewhere(ray_cluster: RayCluster) -> None:
     """The fast node's raylet is killed while tasks run on it: they fail with it, the scheduler sees it down and
-    places them elsewhere, and the run completes with every task done once (this test runs last: the node stays
-    lost)."""
+    places them elsewhere, the run's listeners are told `node_down`, and the run completes with every task done once
+    (this test runs last: the node stays lost)."""
     cp = _stream()
     fast = 1
     killed: list[float] = []
@@ -150,7 +150,8 @@ def test_a_node_lost_mid_run_its_tasks_run_again_elsewhere(ray_cluster: RayClust
             killed.append(engine.now)
             ray_cluster.remove_node(fast)
 
-    result = run_live(cp, "heft", ray_cluster, time_scale=0.02, on_step=kill_fast)
+    told: list[tuple[str, dict[str, object]]] = []
+    result = run_live(cp, "heft", ray_cluster, time_scale=0.02, on_step=kill_fast, listeners=[told.extend])
     assert killed
     assert result.valid, result.violations
     _done_once(cp, result)
@@ -159,3 +160,5 @@ def test_a_node_lost_mid_run_its_tasks_run_again_elsewhere(ray_cluster: RayClust
     assert [o.node for o in result.trace.outages] == [fast]
     outage = result.trace.outages[0].start
     assert all(a.node != fast for a in result.trace.attempts if a.start >= outage)
+    # the listeners (the journal, the service's recorder) were told of the loss, once, when it happened
+    assert [row for kind, row in told if kind == "node_down"] == [{"node": "fast", "at_s": outage}]

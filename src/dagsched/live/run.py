@@ -78,13 +78,14 @@ def _validated(cp: CompiledProblem, trace: Trace, dropped: set[str]) -> tuple[bo
 
 
 ATTEMPT_OUTCOMES = ("done", "failed", "overrun", "error")
-"""The kinds of an attempt feed's events that are an attempt's end (the other: "started")."""
+"""The kinds of an attempt feed's events that are an attempt's end (the others: "started", "node_down")."""
 
 
 class AttemptFeed:
-    """Hands what happened since the last call to listeners: each task start (once per attempt) and each
-    attempt that ended, as `(kind, row)` with kind "started" or the attempt's outcome; a done attempt's row carries
-    its output as the journal keeps it (`output`: `(encoding, body)` or None)."""
+    """Hands what happened since the last call to listeners, as `(kind, row)`: each node lost ("node_down", row
+    `{"node", "at_s"}`), each task start (once per attempt; "started") and each attempt that ended (its outcome),
+    rows `{"workflow", "task", "node", "start_s", "end_s"}`; a done attempt's row carries its output as the journal
+    keeps it (`output`: `(encoding, body)` or None)."""
 
     def __init__(
         self,
@@ -95,10 +96,11 @@ class AttemptFeed:
         self.cp, self.listeners = cp, listeners
         self.outputs = outputs if outputs is not None else {}  # the executor's finished outputs, taken when told
         self.seen_attempts = 0
+        self.seen_outages = 0
         self.started: set[tuple[int, float]] = set()  # (task, start) of the running attempts told
 
     def skip_existing(self, trace: Trace) -> None:
-        self.seen_attempts = len(trace.attempts)
+        self.seen_attempts, self.seen_outages = len(trace.attempts), len(trace.outages)
 
     def _row(self, t: int, nd: int, start: float, end: float | None) -> dict[str, Any]:
         cp = self.cp
@@ -109,6 +111,9 @@ class AttemptFeed:
         if not self.listeners:
             return
         events: list[tuple[str, dict[str, Any]]] = []
+        for outage in engine.trace.outages[self.seen_outages :]:
+            events.append(("node_down", {"node": self.cp.node_ids[outage.node], "at_s": outage.start}))
+        self.seen_outages = len(engine.trace.outages)
         new = engine.trace.attempts[self.seen_attempts :]
         self.seen_attempts += len(new)
         for a in new:  # ended since the last call: its start first, if it was not told yet
