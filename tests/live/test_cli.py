@@ -49,7 +49,10 @@ def test_run_prints_one_json_line_and_leaves_no_ray_process(ray_tmp: tuple[dict[
     out = json.loads(lines[0])
     assert out["valid"] is True
     assert out["attempts"] == 4 and out["failed_attempts"] == 0
-    assert out["predicted_makespan"] == pytest.approx(2.0)  # numbers 1 + squares 2 + total 1, on the node of speed 2
+    # numbers 1 + squares 2 + total 1, on the node of speed 2, each longer by the probed per-task overhead
+    assert out["predicted_makespan_no_overhead"] == pytest.approx(2.0)
+    assert out["task_overhead_from"] == "probe" and out["task_overhead_ms"] > 0
+    assert out["predicted_makespan"] == pytest.approx(2.0 + 3 * out["task_overhead_ms"] / 1e3 / 0.1)
     assert out["makespan"] > 0 and out["completion_mean"] == out["makespan"]
     assert out["sim_real_gap"] == pytest.approx(out["makespan"] / out["predicted_makespan"] - 1)
     deadline = time.monotonic() + 10

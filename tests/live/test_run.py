@@ -98,7 +98,15 @@ def test_an_emulated_stream_runs_live_under_srpt_hold(ray_cluster: RayCluster) -
         assert a.start >= float(cp.wf_submit_s[cp.task_wf[a.task]]) - 1e-9
     guess = result.predicted
     assert guess is not None
-    assert guess["makespan"] == predicted(cp, "srpt_hold", 3, noise_cv=0.2)["makespan"]
+    # the prediction adds the per-task overhead a probe measured before the run (10 empty tasks per node)
+    probe = result.overhead_probe
+    assert probe is not None and len(probe.launch_s) == len(probe.report_s) == 3 * 10
+    assert result.task_overhead_s == pytest.approx(probe.per_task_s) and 0 < result.task_overhead_s < 1.0
+    overhead = result.task_overhead_s / 0.02
+    assert guess["makespan"] == predicted(cp, "srpt_hold", 3, 0.2, overhead)["makespan"]
+    bare = result.predicted_no_overhead
+    assert bare is not None and bare["makespan"] == predicted(cp, "srpt_hold", 3, noise_cv=0.2)["makespan"]
+    assert guess["makespan"] > bare["makespan"]
     assert result.metrics["makespan"] >= guess["makespan"] * 0.95
     assert abs(result.metrics["makespan"] / guess["makespan"] - 1) < 0.3
     assert len(result.dispatch_latency_s) == cp.n_tasks

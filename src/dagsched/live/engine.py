@@ -93,6 +93,8 @@ class LiveEngine(Simulator):
     ) -> None:
         if config.mtbf_s or config.straggler_rate_per_h or config.overrun_factor or config.network_contention:
             raise ValueError("a real run has its own failures and slowdowns: mtbf, stragglers, overrun and contention")
+        if config.task_overhead_s:
+            raise ValueError("a real run has its own per-task overhead (task_overhead_s models it in a prediction)")
         if config.classic:
             raise ValueError("a real run runs tasks side by side: classic mode is the simulator's textbook model")
         Simulator.__init__(self, cp, config, seed)

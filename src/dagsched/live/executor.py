@@ -317,6 +317,47 @@ class RayExecutor:
         return len(refs)
 
 
+@dataclass(frozen=True)
+class Overhead:
+    """A cluster's per-task latency, measured by `probe_overhead` (wall seconds, one value per probe task)."""
+
+    launch_s: list[float]
+    """from submitting the Ray task to its start on its node"""
+    report_s: list[float]
+    """from its end on its node to the driver's knowing it"""
+
+    @property
+    def per_task_s(self) -> float:
+        """The time a task's measured run adds to its work on average: mean launch plus mean report."""
+        if not self.launch_s:
+            return 0.0
+        return sum(self.launch_s) / len(self.launch_s) + sum(self.report_s) / len(self.report_s)
+
+
+def probe_overhead(cluster: RayCluster, per_node: int = 10) -> Overhead:
+    """Launch `per_node` empty tasks on each node, one at a time, the way a run launches its tasks (the same
+    remote function, pinned, on warm workers), and time each launch and report."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from dagsched.live.worker import execute
+
+    remote = ray.remote(num_returns=2, max_retries=0)(execute)
+    spec = {"kind": "sleep", "sleep_s": 0.0, "payload_bytes": 0}
+    launch, report = [], []
+    for _ in range(per_node):
+        for rid in cluster.ray_nodes:
+            strategy = NodeAffinitySchedulingStrategy(rid, soft=False)
+            submitted = time.time()
+            status_ref, _ = remote.options(num_cpus=0, scheduling_strategy=strategy).remote(spec)
+            ray.wait([status_ref], num_returns=1)
+            known = time.time()
+            status = ray.get(status_ref)
+            launch.append(max(float(status["started"]) - submitted, 0.0))
+            report.append(max(known - float(status["ended"]), 0.0))
+    return Overhead(launch, report)
+
+
 def _idle(seconds: float) -> None:
     time.sleep(seconds)
 

@@ -18,7 +18,16 @@ import numpy as np
 
 from dagsched.live.cluster import MEM_RESOURCE, OBJECT_STORE_MIB, RayCluster
 from dagsched.live.engine import LiveClock, LiveEngine, WorkflowFailure
-from dagsched.live.executor import RayExecutor, parents_in_order, payload_bytes, problem_tasks, task_spec, warm_up
+from dagsched.live.executor import (
+    Overhead,
+    RayExecutor,
+    parents_in_order,
+    payload_bytes,
+    probe_overhead,
+    problem_tasks,
+    task_spec,
+    warm_up,
+)
 from dagsched.model.compiled import CompiledProblem
 from dagsched.model.errors import InputError
 from dagsched.sim.config import SimConfig
@@ -31,9 +40,10 @@ RAY_BASELINE = "ray"
 """`-s ray`: Ray's own scheduler (every task submitted with its dependencies and resources, no placement)."""
 
 
-def live_config(noise_cv: float = 0.0) -> SimConfig:
-    """The simulator settings a real run and its prediction share: hidden noise only (Ray brings the rest)."""
-    return SimConfig(noise_cv=noise_cv, mttr_s=None, boot_delay=False)
+def live_config(noise_cv: float = 0.0, task_overhead_s: float = 0.0) -> SimConfig:
+    """The simulator settings a real run and its prediction share: hidden noise only (Ray brings the rest); the
+    prediction adds the cluster's per-task overhead (`task_overhead_s`, problem seconds)."""
+    return SimConfig(noise_cv=noise_cv, mttr_s=None, boot_delay=False, task_overhead_s=task_overhead_s)
 
 
 @dataclass
@@ -54,7 +64,14 @@ class LiveResult:
     outputs: dict[str, Any] = field(default_factory=dict)
     """what each exit task that ran returned (a function's value, a command's stdout, an emulated payload)"""
     predicted: dict[str, Any] | None = None
-    """the simulator's figures for the same problem, scheduler and seed (None for Ray's own scheduler)"""
+    """the simulator's figures for the same problem, scheduler and seed, each task longer by the cluster's
+    per-task overhead (None for Ray's own scheduler)"""
+    predicted_no_overhead: dict[str, Any] | None = None
+    """the same without the overhead (None where the overhead is 0)"""
+    task_overhead_s: float = 0.0
+    """the per-task overhead the prediction added, wall seconds (measured by a probe before the run, or given)"""
+    overhead_probe: Overhead | None = None
+    """the probe's measurements (None where the overhead was given)"""
 
 
 def check_payloads(cp: CompiledProblem, data_scale: float, store_mib: int = OBJECT_STORE_MIB) -> None:
@@ -185,21 +202,28 @@ def run_live(
     listeners: list[Callable[[list[tuple[str, dict[str, Any]]]], None]] | None = None,
     done_before: Resumed | None = None,
     journal_outputs: bool = False,
+    task_overhead_s: float | None = None,
 ) -> LiveResult:
     """Run every task of `cp` for real on `cluster`, `scheduler` deciding live.
 
     `listeners` are told each task start and each attempt's end as they happen (the journal, the service), a done
     attempt with its output where `journal_outputs`; `done_before` are the tasks an earlier run finished: they
-    are not run again, and their children get the outputs it kept."""
+    are not run again, and their children get the outputs it kept.
+
+    The prediction adds `task_overhead_s` (wall seconds) to every task, or, where None, what a probe of the
+    cluster measures before the run (`executor.probe_overhead`): the run's own times are never read for it."""
     from dagsched.schedulers import make_scheduler
 
     config = live_config(noise_cv)
-    # the simulator's run of the same problem first: its figures are the prediction, and it loads and compiles
-    # whatever the scheduler needs on first use, so the live run's first decision is not a cold one
-    guess = predicted(cp, scheduler, seed, noise_cv)
-    sched = make_scheduler(scheduler)
     executor = RayExecutor(cp, cluster, time_scale, data_scale, journal_outputs)
     executor.warm_up()
+    probe = probe_overhead(cluster) if task_overhead_s is None else None
+    overhead_s = probe.per_task_s if probe is not None else float(task_overhead_s or 0.0)
+    # the simulator's run of the same problem first: its figures are the prediction, and it loads and compiles
+    # whatever the scheduler needs on first use, so the live run's first decision is not a cold one
+    guess = predicted(cp, scheduler, seed, noise_cv, overhead_s / time_scale)
+    bare = predicted(cp, scheduler, seed, noise_cv) if overhead_s > 0 else None
+    sched = make_scheduler(scheduler)
     feed = AttemptFeed(cp, listeners or [], executor.finished_outputs)
 
     def stepped(engine: LiveEngine) -> None:
@@ -240,6 +264,9 @@ def run_live(
         wall_s,
         outputs,
         guess,
+        bare,
+        overhead_s,
+        probe,
     )
 
 
@@ -247,12 +274,16 @@ def _span(cp: CompiledProblem, w: int) -> tuple[int, int]:
     return int(cp.wf_task_ptr[w]), int(cp.wf_task_ptr[w + 1])
 
 
-def predicted(cp: CompiledProblem, scheduler: str, seed: int, noise_cv: float = 0.0) -> dict[str, Any]:
-    """The simulator's run of the same problem, scheduler and seed, under the real run's settings."""
+def predicted(
+    cp: CompiledProblem, scheduler: str, seed: int, noise_cv: float = 0.0, task_overhead_s: float = 0.0
+) -> dict[str, Any]:
+    """The simulator's run of the same problem, scheduler and seed, under the real run's settings, every task
+    longer by `task_overhead_s` problem seconds (hidden from the scheduler, as the real overhead is)."""
     from dagsched.schedulers import simulate
 
-    result = simulate(cp, scheduler, live_config(noise_cv), seed)
-    return summary_metrics(cp, result.trace, live_config(noise_cv), always_stream=True)
+    config = live_config(noise_cv, task_overhead_s)
+    result = simulate(cp, scheduler, config, seed)
+    return summary_metrics(cp, result.trace, config, always_stream=True)
 
 
 def run_ray_baseline(
