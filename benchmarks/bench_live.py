@@ -18,7 +18,9 @@ One Ray cluster serves every run (one Ray node per dagsched node, started once).
 Every task of the single workflows and the stream lasts 0.2 to 5 s of wall time on the node it runs on: the time
 scale sets the median task (at speed 1) to `--task-s`, and runtimes are clipped to 0.4-5 s at speed 1 (0.2-2.5 s on
 the fastest node). The stream's workflows are small (6 to 16 tasks of the synthetic families), so 30 of them at
-load 0.85 arrive over about 75 s of wall time. Prints the figures; `--out` also writes them as JSON.
+load 0.85 arrive over about 75 s of wall time. Emulated payloads are small (`--data-scale`): the engine waits out
+each modelled transfer itself, and a payload only has to move. Prints the figures; `--out` also writes them as
+JSON.
 
     python benchmarks/bench_live.py                       # 10 workflows, a 30-workflow stream, 4 nodes
     python benchmarks/bench_live.py --workflows 3 --stream 10      # a quick look
@@ -291,6 +293,13 @@ def main() -> None:
         default=None,
         help="per-task latency the predictions add, wall ms (default: a probe of the cluster before each run)",
     )
+    parser.add_argument(
+        "--data-scale",
+        type=float,
+        default=1e-5,
+        help="bytes of an emulated payload per byte of an edge (1e-5: the stream's largest 1.7 MB; the object "
+        "stores, 96 MiB a node, do not spill)",
+    )
     parser.add_argument("--largest-tasks", type=int, default=0, help="tasks of the largest run (0: none)")
     parser.add_argument("--largest-wall-s", type=float, default=240.0, help="the largest run's arrivals, wall s")
     parser.add_argument("--seed", type=int, default=1)
@@ -316,7 +325,15 @@ def main() -> None:
                 "median_task_wall_s": float(np.median(task_wall)),
             }
             for name in ("heft", "drl"):
-                r = run_live(cp, name, cluster, seed=args.seed, time_scale=ts, task_overhead_s=overhead_s)
+                r = run_live(
+                    cp,
+                    name,
+                    cluster,
+                    seed=args.seed,
+                    time_scale=ts,
+                    data_scale=args.data_scale,
+                    task_overhead_s=overhead_s,
+                )
                 row[name] = live_row(r, cp, ts, False, lat)
                 gaps.append(row[name]["gap"])
                 bare_gaps.append(row[name]["gap_no_overhead"])
@@ -326,7 +343,7 @@ def main() -> None:
                     f"gap {x['gap']:+.3f} (without the {x['task_overhead_ms']:.1f} ms overhead "
                     f"{x['gap_no_overhead']:+.3f}); " + latency_line(x)
                 )
-            b = run_ray_baseline(cp, cluster, seed=args.seed, time_scale=ts)
+            b = run_ray_baseline(cp, cluster, seed=args.seed, time_scale=ts, data_scale=args.data_scale)
             row["ray"] = {"makespan": b.metrics["makespan"], "valid": b.valid}
             figures["singles"].append(row)
             print(f"{row['workflow']:>22}  ray: {row['ray']['makespan']:8.1f}  ({cp.n_tasks} tasks, ts {ts:.4f})")
@@ -347,7 +364,15 @@ def main() -> None:
             )
             done: dict[str, np.ndarray] = {}
             for name in ("srpt_hold", "drl_stream"):
-                r = run_live(cp, name, cluster, seed=args.seed, time_scale=ts, task_overhead_s=overhead_s)
+                r = run_live(
+                    cp,
+                    name,
+                    cluster,
+                    seed=args.seed,
+                    time_scale=ts,
+                    data_scale=args.data_scale,
+                    task_overhead_s=overhead_s,
+                )
                 x = out[name] = live_row(r, cp, ts, True, lat)
                 gaps += [x["gap"], x["gap_completion"]]
                 bare_gaps += [x["gap_no_overhead"], x["gap_completion_no_overhead"]]
@@ -359,7 +384,7 @@ def main() -> None:
                     f"{x['completion_mean']:.1f} / {x['predicted_completion_mean']:.1f} gap {x['gap_completion']:+.3f} "
                     f"({x['gap_completion_no_overhead']:+.3f}); {x['wall_s']:.0f} s; " + latency_line(x)
                 )
-            b = run_ray_baseline(cp, cluster, seed=args.seed, time_scale=ts)
+            b = run_ray_baseline(cp, cluster, seed=args.seed, time_scale=ts, data_scale=args.data_scale)
             done["ray"] = completions(cp, b)
             out["ray"] = {
                 "makespan": b.metrics["makespan"],
@@ -377,7 +402,15 @@ def main() -> None:
                 f"largest run: {cp.n_tasks} tasks in {cp.n_workflows} workflows, task wall s median "
                 f"{float(np.median(wall)):.3f}, p90 {float(np.quantile(wall, 0.9)):.3f}"
             )
-            r = run_live(cp, "srpt_hold", cluster, seed=args.seed, time_scale=ts, task_overhead_s=overhead_s)
+            r = run_live(
+                cp,
+                "srpt_hold",
+                cluster,
+                seed=args.seed,
+                time_scale=ts,
+                data_scale=args.data_scale,
+                task_overhead_s=overhead_s,
+            )
             per_run = Latencies().add(r)
             figures["largest"] = {
                 "tasks": cp.n_tasks,
@@ -387,7 +420,10 @@ def main() -> None:
                 "wall_s": r.wall_s,
                 "valid": r.valid,
                 "done": sum(1 for a in r.trace.attempts if a.outcome == "done"),
+                "makespan": r.metrics["makespan"],
+                "predicted_makespan": r.predicted["makespan"] if r.predicted else math.nan,
                 "gap": gap(r.metrics["makespan"], r.predicted["makespan"] if r.predicted else math.nan),
+                "task_overhead_ms": r.task_overhead_s * 1e3,
                 "decide_wall_s": float(sum(r.trace.decision_latency_s)),
                 "driver_peak_rss_mib": peak_rss_mib(),
                 **per_run,
