@@ -49,7 +49,10 @@ def test_run_prints_one_json_line_and_leaves_no_ray_process(ray_tmp: tuple[dict[
     out = json.loads(lines[0])
     assert out["valid"] is True
     assert out["attempts"] == 4 and out["failed_attempts"] == 0
-    assert out["predicted_makespan"] == pytest.approx(2.0)  # numbers 1 + squares 2 + total 1, on the node of speed 2
+    # numbers 1 + squares 2 + total 1, on the node of speed 2, each longer by the probed per-task overhead
+    assert out["predicted_makespan_no_overhead"] == pytest.approx(2.0)
+    assert out["task_overhead_from"] == "probe" and out["task_overhead_ms"] > 0
+    assert out["predicted_makespan"] == pytest.approx(2.0 + 3 * out["task_overhead_ms"] / 1e3 / 0.1)
     assert out["makespan"] > 0 and out["completion_mean"] == out["makespan"]
     assert out["sim_real_gap"] == pytest.approx(out["makespan"] / out["predicted_makespan"] - 1)
     deadline = time.monotonic() + 10
@@ -166,3 +169,64 @@ def test_a_run_with_a_store_is_recorded_and_dagsched_gap_reads_it(
     assert report["runs"] == {"read": 1, "clean": 1, "complete": 1}
     assert report["observations"] == 4
     assert 0.8 < report["ratio"]["median"] < 1.5  # what ran took about what it declared (emulated at its runtime)
+
+
+RELAY_STEPS = """
+import json, pathlib, time
+
+SEEN = pathlib.Path({seen!r})
+
+
+def shout(text):
+    return {{"word": text.strip().upper(), "letters": len(text.strip())}}
+
+
+def combine(text, shouted):
+    with SEEN.open("a") as f:  # what it was handed, one line per call
+        f.write(json.dumps([text, shouted]) + "\\n")
+    time.sleep(4)
+    return shouted["word"] + ":" + text.strip()
+"""
+
+
+def test_a_resumed_run_hands_the_children_of_tasks_done_before_their_outputs(
+    tmp_path: Path, ray_tmp: tuple[dict[str, str], str]
+) -> None:
+    """source (a command) -> shout (a function of its stdout) -> combine (a function of both): SIGTERM while combine
+    runs; the resumed run runs combine alone, handed the stdout and the value the first run journalled."""
+    env, folder = ray_tmp
+    seen = tmp_path / "seen.jsonl"
+    (tmp_path / "relay_steps.py").write_text(RELAY_STEPS.format(seen=str(seen)))
+    env = {**env, "PYTHONPATH": f"{tmp_path}{os.pathsep}{env.get('PYTHONPATH', '')}"}
+    wf = tmp_path / "relay.yaml"
+    wf.write_text(
+        "name: relay\ntasks:\n"
+        "  - {id: source, runtime: 1, run: {command: [echo, alpha]}}\n"
+        "  - {id: shout, runtime: 1, dependencies: [source], run: {python: 'relay_steps:shout'}}\n"
+        "  - {id: combine, runtime: 4, dependencies: [source, shout], run: {python: 'relay_steps:combine'}}\n"
+    )
+    url = f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    args = ["run", "-w", str(wf), "-c", str(EXAMPLES / "two-small-nodes.yaml"), "--store", url, "--no-record"]
+    run = subprocess.Popen([*CLI, *args, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 180
+    while not seen.exists() and time.monotonic() < deadline and run.poll() is None:
+        time.sleep(0.1)
+    run.send_signal(signal.SIGTERM)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 130, err[-2000:]
+    first = _journal_done(url)
+    assert sorted(task for _, task in first) == ["shout", "source"]
+    handed = ["alpha\n", {"word": "ALPHA", "letters": 5}]
+    assert [json.loads(line) for line in seen.read_text().splitlines()] == [handed]
+    run_id = first[0][0]
+    resume = [*CLI, "run", "--resume", run_id, "--store", url, "--no-record", "--json"]
+    done = subprocess.run(resume, capture_output=True, text=True, env=env, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout)
+    assert out["valid"] is True and out["failed_workflows"] == []
+    assert [task for rid, task in _journal_done(url) if rid == out["run_id"]] == ["combine"]
+    assert [json.loads(line) for line in seen.read_text().splitlines()] == [handed, handed]
+    deadline = time.monotonic() + 10
+    while _ray_processes(folder) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _ray_processes(folder) == []

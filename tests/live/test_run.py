@@ -98,7 +98,15 @@ def test_an_emulated_stream_runs_live_under_srpt_hold(ray_cluster: RayCluster) -
         assert a.start >= float(cp.wf_submit_s[cp.task_wf[a.task]]) - 1e-9
     guess = result.predicted
     assert guess is not None
-    assert guess["makespan"] == predicted(cp, "srpt_hold", 3, noise_cv=0.2)["makespan"]
+    # the prediction adds the per-task overhead a probe measured before the run (10 empty tasks per node)
+    probe = result.overhead_probe
+    assert probe is not None and len(probe.launch_s) == len(probe.report_s) == 3 * 10
+    assert result.task_overhead_s == pytest.approx(probe.per_task_s) and 0 < result.task_overhead_s < 1.0
+    overhead = result.task_overhead_s / 0.02
+    assert guess["makespan"] == predicted(cp, "srpt_hold", 3, 0.2, overhead)["makespan"]
+    bare = result.predicted_no_overhead
+    assert bare is not None and bare["makespan"] == predicted(cp, "srpt_hold", 3, noise_cv=0.2)["makespan"]
+    assert guess["makespan"] > bare["makespan"]
     assert result.metrics["makespan"] >= guess["makespan"] * 0.95
     assert abs(result.metrics["makespan"] / guess["makespan"] - 1) < 0.3
     assert len(result.dispatch_latency_s) == cp.n_tasks
@@ -139,8 +147,8 @@ def test_a_failing_command_is_retried_then_its_workflow_fails_and_the_others_go_
 
 def test_a_node_lost_mid_run_its_tasks_run_again_elsewhere(ray_cluster: RayCluster) -> None:
     """The fast node's raylet is killed while tasks run on it: they fail with it, the scheduler sees it down and
-    places them elsewhere, and the run completes with every task done once (this test runs last: the node stays
-    lost)."""
+    places them elsewhere, the run's listeners are told `node_down`, and the run completes with every task done once
+    (this test runs last: the node stays lost)."""
     cp = _stream()
     fast = 1
     killed: list[float] = []
@@ -150,7 +158,8 @@ def test_a_node_lost_mid_run_its_tasks_run_again_elsewhere(ray_cluster: RayClust
             killed.append(engine.now)
             ray_cluster.remove_node(fast)
 
-    result = run_live(cp, "heft", ray_cluster, time_scale=0.02, on_step=kill_fast)
+    told: list[tuple[str, dict[str, object]]] = []
+    result = run_live(cp, "heft", ray_cluster, time_scale=0.02, on_step=kill_fast, listeners=[told.extend])
     assert killed
     assert result.valid, result.violations
     _done_once(cp, result)
@@ -159,3 +168,5 @@ def test_a_node_lost_mid_run_its_tasks_run_again_elsewhere(ray_cluster: RayClust
     assert [o.node for o in result.trace.outages] == [fast]
     outage = result.trace.outages[0].start
     assert all(a.node != fast for a in result.trace.attempts if a.start >= outage)
+    # the listeners (the journal, the service's recorder) were told of the loss, once, when it happened
+    assert [row for kind, row in told if kind == "node_down"] == [{"node": "fast", "at_s": outage}]

@@ -83,6 +83,14 @@ def register(app: Any) -> None:
             float, typer.Option(min=0.0, max=5.0, help="hidden runtime noise CV of emulated tasks")
         ] = 0.0,
         seed: int = 1,
+        task_overhead_ms: Annotated[
+            float | None,
+            typer.Option(
+                min=0.0,
+                help="per-task launch and report latency the prediction adds, wall ms (default: measured by a "
+                "probe of the cluster before the run; 0: none)",
+            ),
+        ] = None,
         store: Annotated[
             str | None, typer.Option(help="SQLAlchemy URL of the run journal (e.g. sqlite:///runs.sqlite)")
         ] = None,
@@ -108,7 +116,9 @@ def register(app: Any) -> None:
         parents' outputs; the others are emulated (they sleep their runtime / node speed x hidden noise x
         --time-scale, and hand their children payloads of their edges' sizes x --data-scale). Prints the metrics
         of `simulate`, the simulator's prediction of the same run (predicted_makespan, predicted_completion_mean)
-        and sim_real_gap (achieved / predicted - 1). `-s ray` leaves the placement to Ray's own scheduler.
+        and sim_real_gap (achieved / predicted - 1); the prediction adds to every task the cluster's per-task
+        launch and report latency, measured by a probe before the run (or --task-overhead-ms). `-s ray` leaves
+        the placement to Ray's own scheduler.
         With --store every finished attempt is journalled; Ctrl-C or SIGTERM cancels the running tasks, and
         `--resume RUN_ID` later runs only what had not finished.
         """
@@ -147,7 +157,8 @@ def register(app: Any) -> None:
             _check_functions(cp)
             if resume is not None:
                 assert journal is not None
-                done_before = resumed_tasks(cp, journal.load(resume).done)
+                before = journal.load(resume)
+                done_before = resumed_tasks(cp, before.done, before.outputs)
         except InputError as err:
             raise _fail(err) from None
         args = {
@@ -223,6 +234,8 @@ def register(app: Any) -> None:
                         on_step=bar.live,
                         listeners=listeners,
                         done_before=done_before,
+                        journal_outputs=journal is not None,
+                        task_overhead_s=None if task_overhead_ms is None else task_overhead_ms / 1e3,
                     )
             except KeyboardInterrupt:
                 interrupted = True
@@ -257,6 +270,11 @@ def register(app: Any) -> None:
             out["sim_real_gap_completion"] = (
                 out["completion_mean"] / guess["completion_mean"] - 1 if guess["completion_mean"] > 0 else None
             )
+            out["task_overhead_ms"] = result.task_overhead_s * 1e3
+            out["task_overhead_from"] = "probe" if result.overhead_probe is not None else "--task-overhead-ms"
+            if result.predicted_no_overhead is not None:
+                out["predicted_makespan_no_overhead"] = result.predicted_no_overhead["makespan"]
+                out["predicted_completion_mean_no_overhead"] = result.predicted_no_overhead["completion_mean"]
         out["wall_s"] = result.wall_s
         out["launch_ms_median"] = _ms(result.launch_latency_s, 0.5)
         out["launch_ms_p99"] = _ms(result.launch_latency_s, 0.99)
@@ -316,10 +334,12 @@ def _trace_events(cp: Any, trace: Any) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _journal_listener(journal: Any, run_id: str) -> Any:
-    """Journal each attempt that ended (starts are not journalled: a run resumes from what finished)."""
+    """Journal each attempt that ended, a done one with its output (starts are not journalled: a run resumes from
+    what finished)."""
+    from dagsched.live.run import ATTEMPT_OUTCOMES
 
     def listen(events: list[tuple[str, dict[str, Any]]]) -> None:
-        journal.record(run_id, [row | {"outcome": kind} for kind, row in events if kind != "started"])
+        journal.record(run_id, [row | {"outcome": kind} for kind, row in events if kind in ATTEMPT_OUTCOMES])
 
     return listen
 

@@ -127,8 +127,17 @@ def start_local(cluster: Cluster, object_store_mib: int = OBJECT_STORE_MIB) -> R
     return RayCluster([h.node_id for h in handles], has_mem, local, handles)
 
 
+def on_loopback(address: str) -> bool:
+    """Whether a Ray address (`HOST:PORT`, `ray://HOST:PORT`) names this machine's loopback interface."""
+    host = address.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
+    return host == "localhost" or host.startswith("127.") or host == "::1"
+
+
 def join(address: str, cluster: Cluster) -> RayCluster:
-    """Connect to a running Ray cluster whose nodes carry the label `dagsched/node=<node id>`, one per node."""
+    """Connect to a running Ray cluster whose nodes carry the label `dagsched/node=<label_value(node id)>`, one
+    per node, each with at least the cpus and gpus its node declares."""
+    if on_loopback(address):  # a cluster on the loopback address (started as `--ray local` starts one)
+        quiet_ray_environment()  # without it the driver dials the GCS at the machine's own address, and waits
     import ray
 
     try:
@@ -136,21 +145,35 @@ def join(address: str, cluster: Cluster) -> RayCluster:
     except (ConnectionError, RuntimeError, ValueError) as err:
         raise InputError("--ray", f"cannot join the Ray cluster at {address!r}: {err}") from None
     nodes: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
-    alive = [n for n in nodes if n["Alive"]]
-    by_label = {(n.get("Labels") or {}).get(NODE_LABEL): n for n in alive}
-    ids, has_mem, missing = [], [], []
+    by_label: dict[str, list[dict[str, Any]]] = {}
+    for n in nodes:
+        label = (n.get("Labels") or {}).get(NODE_LABEL)
+        if n["Alive"] and label:
+            by_label.setdefault(label, []).append(n)
+    ids, has_mem, problems = [], [], []
     for node in cluster.nodes:
-        found = by_label.get(label_value(node.id))
-        if found is None:
-            missing.append(node.id)
+        label = label_value(node.id)
+        found = by_label.get(label, [])
+        if len(found) != 1:
+            many = f"{len(found)} live nodes are" if found else "no live node is"
+            problems.append(f"{many} labelled {NODE_LABEL}={label} (node {node.id!r})")
             continue
-        ids.append(found["NodeID"])
-        has_mem.append(MEM_RESOURCE in (found.get("Resources") or {}))
-    if missing:
+        resources = found[0].get("Resources") or {}
+        short = [
+            f"{name} {resources.get(name, 0.0):g} of {want:g}"
+            for name, want in (("CPU", math.ceil(node.cpu)), ("GPU", node.gpu))
+            if resources.get(name, 0.0) < want
+        ]
+        if short:
+            detail = ", ".join(short)
+            problems.append(f"the Ray node labelled {NODE_LABEL}={label} has less than node {node.id!r}: {detail}")
+        ids.append(found[0]["NodeID"])
+        has_mem.append(MEM_RESOURCE in resources)
+    if problems:
         ray.shutdown()
         raise InputError(
             "--ray",
-            f"the Ray cluster at {address!r} has no live node labelled {NODE_LABEL}=<id> for "
-            f"{', '.join(missing[:5])}; start each with --labels {NODE_LABEL}=<id>",
+            f"the Ray cluster at {address!r}: {'; '.join(problems[:5])}. Start one Ray node per dagsched node with "
+            f"`ray start --labels {NODE_LABEL}=<id>` and at least its cpus and gpus",
         )
     return RayCluster(ids, has_mem)

@@ -93,6 +93,8 @@ class LiveEngine(Simulator):
     ) -> None:
         if config.mtbf_s or config.straggler_rate_per_h or config.overrun_factor or config.network_contention:
             raise ValueError("a real run has its own failures and slowdowns: mtbf, stragglers, overrun and contention")
+        if config.task_overhead_s:
+            raise ValueError("a real run has its own per-task overhead (task_overhead_s models it in a prediction)")
         if config.classic:
             raise ValueError("a real run runs tasks side by side: classic mode is the simulator's textbook model")
         Simulator.__init__(self, cp, config, seed)
@@ -104,8 +106,8 @@ class LiveEngine(Simulator):
 
     def resume_done(self, done: dict[int, int]) -> None:
         """Tasks an earlier run finished (task -> node): done at time 0 of this run, as zero-length attempts on
-        their nodes (so the trace still holds every task once), their children counting them as finished; an exit
-        of theirs hands its children no output (what they returned then is not kept)."""
+        their nodes (so the trace still holds every task once), their children counting them as finished (the
+        executor holds the outputs they made then: `RayExecutor.restore_outputs`)."""
         succs = self._st.succs
         for t, nd in sorted(done.items()):
             self.status[t] = DONE

@@ -10,6 +10,7 @@ them as events, together with nodes Ray has declared dead.
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,12 +92,16 @@ class RayExecutor:
     cluster: RayCluster
     time_scale: float = 1.0
     data_scale: float = 1e-4
+    journal_outputs: bool = False
+    """keep each finished command's stdout and function's value (as JSON) in `finished_outputs` for the journal"""
     tasks: list[Task] = field(init=False)
     parents: list[list[int]] = field(init=False)
     payloads: list[int] = field(init=False)
     outputs: dict[int, Any] = field(default_factory=dict)  # done task -> its output's object reference
     output_node: dict[int, int] = field(default_factory=dict)  # done task -> the node its output was made on
     stdout: dict[int, str] = field(default_factory=dict)  # a done command's stdout, while its children need it
+    finished_outputs: dict[int, tuple[str, str]] = field(default_factory=dict)
+    """done task -> its output as the journal keeps it (`("text", stdout)` or `("json", value)`), until journalled"""
     children_left: list[int] = field(init=False)
     inflight: dict[Any, tuple[int, int, int, float, float, Any]] = field(default_factory=dict)
     lost: set[int] = field(default_factory=set)
@@ -129,6 +134,7 @@ class RayExecutor:
         req = self.cp.req[t]
         spec = task_spec(self.tasks[t], work_s * self.time_scale, self.payloads[t])
         spec["nodes"] = self._node_map
+        spec["journal"] = self.journal_outputs
         options: dict[str, Any] = {
             "num_cpus": float(req[0]),
             "num_gpus": float(req[2]),
@@ -148,6 +154,30 @@ class RayExecutor:
             if self.children_left[p] <= 0:
                 self.outputs.pop(p, None)
                 self.stdout.pop(p, None)
+
+    def restore_outputs(self, done: dict[int, int], kept: dict[int, tuple[str, str]]) -> None:
+        """Tasks an earlier run finished: their outputs, as the journal kept them (`kept`), go back into the object
+        store for their children; an emulated task's payload is made again from its size. A done task whose
+        output was not kept hands its children nothing (`run.resumable` counts such a task done only where no
+        child is left to run)."""
+        import ray
+
+        for t in done:
+            children = self.cp.succs(t).tolist()
+            if children and all(c in done for c in children):
+                continue  # nothing left to hand it to
+            run = self.tasks[t].run
+            if run is None:
+                value: Any = bytes(self.payloads[t]) if self.payloads[t] else None
+            elif t in kept:
+                encoding, text = kept[t]
+                value = json.loads(text) if encoding == "json" else text
+                if encoding == "text":
+                    self.stdout[t] = text
+            else:
+                continue
+            self.outputs[t] = ray.put(value)
+            self.output_node[t] = -1
 
     def results(self) -> dict[int, Any]:
         """The outputs of the exit tasks that ran (fetched from the object store)."""
@@ -216,6 +246,11 @@ class RayExecutor:
             self.output_node[t] = nd
             if "stdout" in status:
                 self.stdout[t] = status["stdout"]
+            if self.journal_outputs:
+                if "stdout" in status:
+                    self.finished_outputs[t] = ("text", status["stdout"])
+                elif status.get("output_json") is not None:
+                    self.finished_outputs[t] = ("json", status["output_json"])
         return [TaskEnded(t, version, bool(status["ok"]), str(status.get("reason", "")), False, status)]
 
     def check_nodes(self) -> list[NodeLost]:
@@ -280,6 +315,47 @@ class RayExecutor:
             with contextlib.suppress(Exception):  # a task that just ended cannot be cancelled: nothing to do
                 ray.cancel(ref, force=True)
         return len(refs)
+
+
+@dataclass(frozen=True)
+class Overhead:
+    """A cluster's per-task latency, measured by `probe_overhead` (wall seconds, one value per probe task)."""
+
+    launch_s: list[float]
+    """from submitting the Ray task to its start on its node"""
+    report_s: list[float]
+    """from its end on its node to the driver's knowing it"""
+
+    @property
+    def per_task_s(self) -> float:
+        """The time a task's measured run adds to its work on average: mean launch plus mean report."""
+        if not self.launch_s:
+            return 0.0
+        return sum(self.launch_s) / len(self.launch_s) + sum(self.report_s) / len(self.report_s)
+
+
+def probe_overhead(cluster: RayCluster, per_node: int = 10) -> Overhead:
+    """Launch `per_node` empty tasks on each node, one at a time, the way a run launches its tasks (the same
+    remote function, pinned, on warm workers), and time each launch and report."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from dagsched.live.worker import execute
+
+    remote = ray.remote(num_returns=2, max_retries=0)(execute)
+    spec = {"kind": "sleep", "sleep_s": 0.0, "payload_bytes": 0}
+    launch, report = [], []
+    for _ in range(per_node):
+        for rid in cluster.ray_nodes:
+            strategy = NodeAffinitySchedulingStrategy(rid, soft=False)
+            submitted = time.time()
+            status_ref, _ = remote.options(num_cpus=0, scheduling_strategy=strategy).remote(spec)
+            ray.wait([status_ref], num_returns=1)
+            known = time.time()
+            status = ray.get(status_ref)
+            launch.append(max(float(status["started"]) - submitted, 0.0))
+            report.append(max(known - float(status["ended"]), 0.0))
+    return Overhead(launch, report)
 
 
 def _idle(seconds: float) -> None:

@@ -1,8 +1,12 @@
-"""The run journal: what a real run was asked to do and every attempt it finished, in a SQL store, so that
-`dagsched run --resume RUN_ID` runs only what had not finished.
+"""The run journal: what a real run was asked to do, every attempt it finished and what each finished task
+handed its children, in a SQL store, so that `dagsched run --resume RUN_ID` runs only what had not finished and
+hands the children of the tasks done before their parents' outputs.
 
 SQLAlchemy Core on any URL (a SQLite file by default, PostgreSQL alike), with tables of its own (`live_runs`,
-`live_attempts`) in their own `MetaData`: a store the service also uses keeps both side by side.
+`live_attempts`, `live_outputs`) in their own `MetaData`: a store the service also uses keeps both side by side.
+As in the service's store, tables are made when missing and never altered: a store journalled before
+`live_outputs` existed gets it on its next open, and its earlier runs resume with no outputs kept (their done
+commands and functions run again where a child still needs what they made).
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
@@ -42,6 +46,19 @@ attempts = sa.Table(
     sa.Column("outcome", sa.String(16), nullable=False),
 )
 
+outputs = sa.Table(
+    "live_outputs",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(32), sa.ForeignKey("live_runs.run_id"), nullable=False, index=True),
+    sa.Column("workflow", sa.String(256), nullable=False),
+    sa.Column("task", sa.String(256), nullable=False),
+    sa.Column("encoding", sa.String(8), nullable=False),  # text: a command's stdout; json: a function's value
+    sa.Column("body", sa.Text, nullable=False),  # at most 64 KiB (worker.OUTPUT_CAP_BYTES)
+)
+"""What a finished command or function handed its children (an emulated task's payload is not kept: it is made
+again from its size)."""
+
 STATUSES = ("running", "done", "failed", "interrupted")
 
 
@@ -54,6 +71,8 @@ class JournalRun:
     status: str
     args: dict[str, Any]
     done: dict[tuple[str, str], str]
+    outputs: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    """(workflow, task) -> (encoding, body) of the done tasks whose output was kept"""
 
 
 class Journal:
@@ -82,10 +101,21 @@ class Journal:
         return run_id
 
     def record(self, run_id: str, rows: list[dict[str, Any]]) -> None:
-        """Append finished attempts (`workflow`, `task`, `node`, `start_s`, `end_s`, `outcome`)."""
-        if rows:
-            with self.engine.begin() as db:
-                db.execute(attempts.insert(), [{"run_id": run_id, **row} for row in rows])
+        """Append finished attempts (`workflow`, `task`, `node`, `start_s`, `end_s`, `outcome`), and the output of
+        each that carries one (`output`: `(encoding, body)`)."""
+        if not rows:
+            return
+        columns = ("workflow", "task", "node", "start_s", "end_s", "outcome")
+        kept = []
+        for r in rows:
+            if r.get("output") is not None:
+                encoding, body = r["output"]
+                where = {"run_id": run_id, "workflow": r["workflow"], "task": r["task"]}
+                kept.append(where | {"encoding": encoding, "body": body})
+        with self.engine.begin() as db:
+            db.execute(attempts.insert(), [{"run_id": run_id, **{c: row[c] for c in columns}} for row in rows])
+            if kept:
+                db.execute(outputs.insert(), kept)
 
     def finish(self, run_id: str, status: str) -> None:
         assert status in STATUSES
@@ -105,11 +135,15 @@ class Journal:
                 if found is None:
                     break
                 chain.append(found)
+            kept: dict[tuple[str, str], tuple[str, str]] = {}
             for r in reversed(chain):
                 query = sa.select(attempts).where(attempts.c.run_id == r["run_id"], attempts.c.outcome == "done")
                 for a in db.execute(query).mappings():
                     done[(a["workflow"], a["task"])] = a["node"]
-        return JournalRun(row["run_id"], row["status"], json.loads(row["args"]), done)
+                    kept.pop((a["workflow"], a["task"]), None)  # a later finish replaces an earlier output
+                for o in db.execute(sa.select(outputs).where(outputs.c.run_id == r["run_id"])).mappings():
+                    kept[(o["workflow"], o["task"])] = (o["encoding"], o["body"])
+        return JournalRun(row["run_id"], row["status"], json.loads(row["args"]), done, kept)
 
     def close(self) -> None:
         self.engine.dispose()

@@ -18,7 +18,16 @@ import numpy as np
 
 from dagsched.live.cluster import MEM_RESOURCE, OBJECT_STORE_MIB, RayCluster
 from dagsched.live.engine import LiveClock, LiveEngine, WorkflowFailure
-from dagsched.live.executor import RayExecutor, parents_in_order, payload_bytes, problem_tasks, task_spec, warm_up
+from dagsched.live.executor import (
+    Overhead,
+    RayExecutor,
+    parents_in_order,
+    payload_bytes,
+    probe_overhead,
+    problem_tasks,
+    task_spec,
+    warm_up,
+)
 from dagsched.model.compiled import CompiledProblem
 from dagsched.model.errors import InputError
 from dagsched.sim.config import SimConfig
@@ -31,9 +40,10 @@ RAY_BASELINE = "ray"
 """`-s ray`: Ray's own scheduler (every task submitted with its dependencies and resources, no placement)."""
 
 
-def live_config(noise_cv: float = 0.0) -> SimConfig:
-    """The simulator settings a real run and its prediction share: hidden noise only (Ray brings the rest)."""
-    return SimConfig(noise_cv=noise_cv, mttr_s=None, boot_delay=False)
+def live_config(noise_cv: float = 0.0, task_overhead_s: float = 0.0) -> SimConfig:
+    """The simulator settings a real run and its prediction share: hidden noise only (Ray brings the rest); the
+    prediction adds the cluster's per-task overhead (`task_overhead_s`, problem seconds)."""
+    return SimConfig(noise_cv=noise_cv, mttr_s=None, boot_delay=False, task_overhead_s=task_overhead_s)
 
 
 @dataclass
@@ -54,7 +64,14 @@ class LiveResult:
     outputs: dict[str, Any] = field(default_factory=dict)
     """what each exit task that ran returned (a function's value, a command's stdout, an emulated payload)"""
     predicted: dict[str, Any] | None = None
-    """the simulator's figures for the same problem, scheduler and seed (None for Ray's own scheduler)"""
+    """the simulator's figures for the same problem, scheduler and seed, each task longer by the cluster's
+    per-task overhead (None for Ray's own scheduler)"""
+    predicted_no_overhead: dict[str, Any] | None = None
+    """the same without the overhead (None where the overhead is 0)"""
+    task_overhead_s: float = 0.0
+    """the per-task overhead the prediction added, wall seconds (measured by a probe before the run, or given)"""
+    overhead_probe: Overhead | None = None
+    """the probe's measurements (None where the overhead was given)"""
 
 
 def check_payloads(cp: CompiledProblem, data_scale: float, store_mib: int = OBJECT_STORE_MIB) -> None:
@@ -77,17 +94,30 @@ def _validated(cp: CompiledProblem, trace: Trace, dropped: set[str]) -> tuple[bo
     return not violations, violations
 
 
-class AttemptFeed:
-    """Hands what happened since the last call to listeners: each task start (once per attempt) and each
-    attempt that ended, as `(kind, row)` with kind "started" or the attempt's outcome."""
+ATTEMPT_OUTCOMES = ("done", "failed", "overrun", "error")
+"""The kinds of an attempt feed's events that are an attempt's end (the others: "started", "node_down")."""
 
-    def __init__(self, cp: CompiledProblem, listeners: list[Callable[[list[tuple[str, dict[str, Any]]]], None]]):
+
+class AttemptFeed:
+    """Hands what happened since the last call to listeners, as `(kind, row)`: each node lost ("node_down", row
+    `{"node", "at_s"}`), each task start (once per attempt; "started") and each attempt that ended (its outcome),
+    rows `{"workflow", "task", "node", "start_s", "end_s"}`; a done attempt's row carries its output as the journal
+    keeps it (`output`: `(encoding, body)` or None)."""
+
+    def __init__(
+        self,
+        cp: CompiledProblem,
+        listeners: list[Callable[[list[tuple[str, dict[str, Any]]]], None]],
+        outputs: dict[int, tuple[str, str]] | None = None,
+    ):
         self.cp, self.listeners = cp, listeners
+        self.outputs = outputs if outputs is not None else {}  # the executor's finished outputs, taken when told
         self.seen_attempts = 0
+        self.seen_outages = 0
         self.started: set[tuple[int, float]] = set()  # (task, start) of the running attempts told
 
     def skip_existing(self, trace: Trace) -> None:
-        self.seen_attempts = len(trace.attempts)
+        self.seen_attempts, self.seen_outages = len(trace.attempts), len(trace.outages)
 
     def _row(self, t: int, nd: int, start: float, end: float | None) -> dict[str, Any]:
         cp = self.cp
@@ -98,13 +128,19 @@ class AttemptFeed:
         if not self.listeners:
             return
         events: list[tuple[str, dict[str, Any]]] = []
+        for outage in engine.trace.outages[self.seen_outages :]:
+            events.append(("node_down", {"node": self.cp.node_ids[outage.node], "at_s": outage.start}))
+        self.seen_outages = len(engine.trace.outages)
         new = engine.trace.attempts[self.seen_attempts :]
         self.seen_attempts += len(new)
         for a in new:  # ended since the last call: its start first, if it was not told yet
             if (a.task, a.start) not in self.started:
                 events.append(("started", self._row(a.task, a.node, a.start, None)))
             self.started.discard((a.task, a.start))
-            events.append((a.outcome, self._row(a.task, a.node, a.start, a.end)))
+            row = self._row(a.task, a.node, a.start, a.end)
+            if a.outcome == "done":
+                row["output"] = self.outputs.pop(a.task, None)
+            events.append((a.outcome, row))
         for t, run in engine.running.items():
             if (t, run.start) not in self.started:
                 self.started.add((t, run.start))
@@ -114,15 +150,43 @@ class AttemptFeed:
                 listen(events)
 
 
-def resumed_tasks(cp: CompiledProblem, done: dict[tuple[str, str], str]) -> dict[int, int]:
-    """An earlier run's done tasks, (workflow, task) -> node id, as task index -> node index of this problem."""
+@dataclass
+class Resumed:
+    """What an earlier run finished, in this problem's indices: task -> node, and task -> its kept output."""
+
+    done: dict[int, int]
+    outputs: dict[int, tuple[str, str]]
+
+
+def resumed_tasks(
+    cp: CompiledProblem,
+    done: dict[tuple[str, str], str],
+    outputs: dict[tuple[str, str], tuple[str, str]] | None = None,
+) -> Resumed:
+    """An earlier run's done tasks ((workflow, task) -> node id) and kept outputs ((workflow, task) -> (encoding,
+    body)) in this problem's indices. A done task counts as done where its children can have its output (an
+    emulated payload is made again; a command's or function's must have been kept) or none of them is left to run;
+    otherwise it runs again, and so, in turn, may its own parents."""
+    outputs = outputs or {}
     nodes = {n: i for i, n in enumerate(cp.node_ids)}
-    out = {}
+    tasks = problem_tasks(cp)
+    finished, kept = {}, {}
     for t in range(cp.n_tasks):
         key = (cp.wf_names[int(cp.task_wf[t])], cp.task_ids[t])
         if key in done and done[key] in nodes:
-            out[t] = nodes[done[key]]
-    return out
+            finished[t] = nodes[done[key]]
+            if key in outputs:
+                kept[t] = outputs[key]
+    changed = True
+    while changed:  # a task run again needs its parents' outputs: those kept nowhere run again too
+        changed = False
+        for t in list(finished):
+            lost = tasks[t].run is not None and t not in kept
+            if lost and any(int(c) not in finished for c in cp.succs(t)):
+                del finished[t]
+                kept.pop(t, None)
+                changed = True
+    return Resumed(finished, kept)
 
 
 def run_live(
@@ -136,22 +200,31 @@ def run_live(
     noise_cv: float = 0.0,
     on_step: Callable[[LiveEngine], None] | None = None,
     listeners: list[Callable[[list[tuple[str, dict[str, Any]]]], None]] | None = None,
-    done_before: dict[int, int] | None = None,
+    done_before: Resumed | None = None,
+    journal_outputs: bool = False,
+    task_overhead_s: float | None = None,
 ) -> LiveResult:
     """Run every task of `cp` for real on `cluster`, `scheduler` deciding live.
 
-    `listeners` are told each task start and each attempt's end as they happen (the journal, the service);
-    `done_before` (task -> node) are tasks an earlier run finished: they are not run again."""
+    `listeners` are told each task start and each attempt's end as they happen (the journal, the service), a done
+    attempt with its output where `journal_outputs`; `done_before` are the tasks an earlier run finished: they
+    are not run again, and their children get the outputs it kept.
+
+    The prediction adds `task_overhead_s` (wall seconds) to every task, or, where None, what a probe of the
+    cluster measures before the run (`executor.probe_overhead`): the run's own times are never read for it."""
     from dagsched.schedulers import make_scheduler
 
     config = live_config(noise_cv)
+    executor = RayExecutor(cp, cluster, time_scale, data_scale, journal_outputs)
+    executor.warm_up()
+    probe = probe_overhead(cluster) if task_overhead_s is None else None
+    overhead_s = probe.per_task_s if probe is not None else float(task_overhead_s or 0.0)
     # the simulator's run of the same problem first: its figures are the prediction, and it loads and compiles
     # whatever the scheduler needs on first use, so the live run's first decision is not a cold one
-    guess = predicted(cp, scheduler, seed, noise_cv)
+    guess = predicted(cp, scheduler, seed, noise_cv, overhead_s / time_scale)
+    bare = predicted(cp, scheduler, seed, noise_cv) if overhead_s > 0 else None
     sched = make_scheduler(scheduler)
-    executor = RayExecutor(cp, cluster, time_scale, data_scale)
-    executor.warm_up()
-    feed = AttemptFeed(cp, listeners or [])
+    feed = AttemptFeed(cp, listeners or [], executor.finished_outputs)
 
     def stepped(engine: LiveEngine) -> None:
         feed(engine)
@@ -160,8 +233,9 @@ def run_live(
 
     engine = LiveEngine(cp, config, seed, executor, LiveClock(time_scale), stepped)
     engine.trace.scheduler = scheduler
-    if done_before:
-        engine.resume_done(done_before)
+    if done_before is not None and done_before.done:
+        executor.restore_outputs(done_before.done, done_before.outputs)
+        engine.resume_done(done_before.done)
         feed.skip_existing(engine.trace)
     sched.reset(cp, engine.decision_point(), seed)
     engine.clock = LiveClock(time_scale)  # the run starts now, after the scheduler is ready
@@ -190,6 +264,9 @@ def run_live(
         wall_s,
         outputs,
         guess,
+        bare,
+        overhead_s,
+        probe,
     )
 
 
@@ -197,12 +274,16 @@ def _span(cp: CompiledProblem, w: int) -> tuple[int, int]:
     return int(cp.wf_task_ptr[w]), int(cp.wf_task_ptr[w + 1])
 
 
-def predicted(cp: CompiledProblem, scheduler: str, seed: int, noise_cv: float = 0.0) -> dict[str, Any]:
-    """The simulator's run of the same problem, scheduler and seed, under the real run's settings."""
+def predicted(
+    cp: CompiledProblem, scheduler: str, seed: int, noise_cv: float = 0.0, task_overhead_s: float = 0.0
+) -> dict[str, Any]:
+    """The simulator's run of the same problem, scheduler and seed, under the real run's settings, every task
+    longer by `task_overhead_s` problem seconds (hidden from the scheduler, as the real overhead is)."""
     from dagsched.schedulers import simulate
 
-    result = simulate(cp, scheduler, live_config(noise_cv), seed)
-    return summary_metrics(cp, result.trace, live_config(noise_cv), always_stream=True)
+    config = live_config(noise_cv, task_overhead_s)
+    result = simulate(cp, scheduler, config, seed)
+    return summary_metrics(cp, result.trace, config, always_stream=True)
 
 
 def run_ray_baseline(

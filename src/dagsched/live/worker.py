@@ -10,18 +10,31 @@ it returned).
 from __future__ import annotations
 
 import importlib
+import json
 import subprocess
 import time
 import traceback
 from typing import Any
 
 OUTPUT_CAP_BYTES = 64 * 1024
-"""The most of a command's stdout and stderr kept (the tail)."""
+"""The most of a command's stdout and stderr kept (the tail), and the largest function value journalled."""
 
 
 def _tail(data: bytes) -> str:
     cut = data[-OUTPUT_CAP_BYTES:]
     return cut.decode("utf-8", errors="replace")
+
+
+def journal_text(value: Any) -> str | None:
+    """A function's value as JSON text for the run journal, or None where it cannot be kept: not JSON, not read
+    back equal (a tuple, keys that are not strings), or over `OUTPUT_CAP_BYTES`."""
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+    if len(text.encode()) > OUTPUT_CAP_BYTES or json.loads(text) != value:
+        return None
+    return text
 
 
 def resolve_function(target: str) -> Any:
@@ -73,6 +86,8 @@ def execute(spec: dict[str, Any], *inputs: Any) -> tuple[dict[str, Any], Any]:
                 status.update(ok=False, reason=f"command exited with status {done.returncode}")
         elif kind == "python":
             output = resolve_function(spec["python"])(*payloads)
+            if spec.get("journal"):  # the driver journals it, so that a resumed run hands it to the children
+                status["output_json"] = journal_text(output)
         else:
             raise ValueError(f"unknown task kind {kind!r}")
     except Exception as err:  # the task's own failure, reported to the driver (its retries decide what follows)

@@ -28,6 +28,12 @@ class SimConfig(BaseModel):
     max_migrations: int = Field(1, ge=0, description="overrun migrations allowed per task")
     billing_granularity_s: float = Field(1.0, gt=0, description="billed time is rounded up to a multiple of this")
     billing_minimum_s: float = Field(0.0, ge=0, description="minimum billed time of a node that ran anything")
+    task_overhead_s: float = Field(
+        0.0,
+        ge=0,
+        description="hidden time added to every attempt (a real cluster's per-task launch and report latency): "
+        "it holds the node's resources like the work itself, and no scheduler sees it",
+    )
     network_contention: bool = Field(
         False,
         description="cloud mode: transfers share each node's up-link and down-link max-min fair (sim/network.py); "
@@ -36,9 +42,11 @@ class SimConfig(BaseModel):
 
     @model_validator(mode="after")
     def _classic_is_exact(self) -> SimConfig:
-        if self.classic and (self.noise_cv or self.mtbf_s or self.straggler_rate_per_h or self.overrun_factor):
+        hidden = self.noise_cv or self.mtbf_s or self.straggler_rate_per_h or self.overrun_factor
+        if self.classic and (hidden or self.task_overhead_s):
             raise ValueError(
-                "classic mode is exact: noise_cv, mtbf_s, straggler_rate_per_h and overrun_factor must be off"
+                "classic mode is exact: noise_cv, mtbf_s, straggler_rate_per_h, overrun_factor and task_overhead_s "
+                "must be off"
             )
         if self.classic and self.network_contention:
             raise ValueError("network_contention is a cloud-mode model: classic mode keeps the textbook free network")

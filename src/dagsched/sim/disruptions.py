@@ -1,4 +1,5 @@
-"""What deviates from the plan in a run, drawn from its seed: runtime noise, node failures and repairs, stragglers.
+"""What deviates from the plan in a run, drawn from its seed: runtime noise, node failures and repairs, stragglers
+(and a fixed per-task overhead, `SimConfig.task_overhead_s`, drawn from nothing).
 
 All of it is hidden truth: no decision point shows it. Each kind is a seeded stream of its own
 (`SeedSequence(seed).spawn(4)`: first attempts' noise, retries' noise, failures, stragglers), and failures
@@ -7,7 +8,7 @@ numbers: two schedulers run on one seed meet the same failures at the same insta
 node next fails, is repaired or straggles, and pushes those events on its heap (`dagsched.sim.engine`).
 
 A fork (search on predicted runtimes) has none of it (`Disruptions.none`): no noise, no failures, no
-stragglers.
+stragglers, no overhead.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ class Disruptions:
     node_rngs: list[list[np.random.Generator] | None]
     """per-node failure (0) and straggler (1) streams, made on first use: 2 x m generators cost more than a whole
     small noise-free run; a SeedSequence spawns the same children whenever it first does"""
+    task_overhead_s: float = 0.0
+    """time added to every attempt (`SimConfig.task_overhead_s`); 0.0 in classic mode and forks"""
 
     @classmethod
     def draw(cls, seed: int, config: SimConfig, n_tasks: int, n_nodes: int) -> Disruptions:
@@ -67,6 +70,7 @@ class Disruptions:
             n_nodes=n_nodes,
             node_seqs=(fail_seq, slow_seq),
             node_rngs=[None, None],
+            task_overhead_s=config.task_overhead_s if not config.classic else 0.0,
         )
 
     @classmethod

@@ -140,7 +140,8 @@ class Simulator(SimState):
         hidden = self.disruptions
         # no noise (or a fork: predicted runtimes); else a first attempt's draw, or a retry's fresh one
         noise = 1.0 if hidden.sigma2 == 0.0 else hidden.retry_noise() if tried else hidden.first_noise[t]
-        nominal = self.cp.exec_s.item(t, nd) * noise  # not a list of lists: n x m Python floats swamp long streams
+        # not a list of lists: n x m Python floats swamp long streams
+        nominal = self.cp.exec_s.item(t, nd) * noise + hidden.task_overhead_s
         attempts[t] = tried + 1
         self._version += 1
         run = Running(nd, now, nominal, now, self._version, nominal)
