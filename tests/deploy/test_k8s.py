@@ -162,7 +162,7 @@ def test_service_runs_the_documented_command_with_its_config_and_secrets() -> No
         file = Path(tmp) / config_path.name
         file.write_text(cm["data"][config_path.name])
         config = read_config(file)  # raises, naming the field, if dagsched would refuse it
-    assert config.default_scheduler == "drl"
+    assert config.default_scheduler == "sampling"
     env = {e["name"]: e for e in main["env"]}
     secret = find(docs, "Secret", "dagsched-secrets")
     for var, key in (("DAGSCHED_API_TOKEN", "api-token"), ("DAGSCHED_STORE_URL", "store-url")):
