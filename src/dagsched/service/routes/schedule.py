@@ -18,9 +18,9 @@ async def schedule(body: ScheduleRequest, state: State, background: BackgroundTa
     """Plan the workflow on the nodes' free capacity with the chosen scheduler.
 
     The default is the runtime config's `default_scheduler`: `sampling` (priority sampling around HEFT's
-    upward rank, no network) unless changed. The learned planner (`drl`) falls back to HEFT when it is missing, fails, misses its deadline
-    (`decision_deadline_ms`: it makes its whole plan in one decision) or its breaker is open; the
-    response then says `fallback: true` and why.
+    upward rank, no network) unless changed. The learned planner (`drl`) falls back to HEFT when it is
+    missing, fails, misses its deadline (`decision_deadline_ms`: it makes its whole plan in one decision)
+    or its breaker is open; the response then says `fallback: true` and why.
     """
     config = state.config
     # Planning and the store write are CPU and I/O bound: one trip to the threadpool (the event loop
