@@ -26,7 +26,7 @@ class RankSampling(PrioritySampling):
     """Untrained priority sampling (`sampling`): `drl` with the upward rank as its scores, no policy to load."""
 
     name = "sampling"
-    needs: frozenset[str] = frozenset()
+    needs = frozenset[str]()
     service_options = MappingProxyType(SERVICE_SAMPLING)
     best_for = (
         "one workflow at a time, the service's default: HEFT's, CPOP's and PEFT's plans and K samples around the"
