@@ -53,6 +53,16 @@ def d():
 """
 
 
+AUTH_SETTINGS = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+
+
+def _fresh_shell() -> dict[str, str]:
+    """The environment of a user's shell: none of the settings this process made to start its own cluster, but
+    the cluster's authentication mode, as a user joining a cluster with token authentication sets it (a
+    `ray.init()` earlier in this process turns token authentication on for every cluster it starts after)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("RAY_") or k in AUTH_SETTINGS}
+
+
 @pytest.fixture(scope="module")
 def labelled_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, dict[str, str], Path]]:
     """A head holding no resources and two nodes labelled `dagsched/node=slow` and `=fast` (2 cpus, 4 GiB of
@@ -98,8 +108,7 @@ def test_a_run_joins_a_labelled_cluster_and_runs_each_task_on_its_nodes_ray_node
     wf.write_text("\n".join(lines) + "\n")
     trace = tmp_path / "trace.json"
     args = ["run", "-w", str(wf), "-c", str(EXAMPLES / "two-small-nodes.yaml"), "--ray", cluster.address]
-    # as from a fresh shell: none of the settings this process made to start its own cluster
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")} | {"PYTHONPATH": str(steps)}
+    env = _fresh_shell() | {"PYTHONPATH": str(steps)}
     done = subprocess.run(
         [*CLI, *args, "--trace", str(trace), "--json"], capture_output=True, text=True, env=env, timeout=300
     )
@@ -136,7 +145,7 @@ def test_a_cluster_without_a_matching_ray_node_is_refused_naming_it(
     spec = tmp_path / "cluster.yaml"
     spec.write_text("name: c\nnodes:\n" + nodes)
     args = ["run", "-w", str(EXAMPLES / "python-steps.yaml"), "-c", str(spec), "--ray", cluster.address]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env = _fresh_shell()
     done = subprocess.run([*CLI, *args, "--json"], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 2, done.stderr[-2000:]
     message = " ".join(done.stderr.split())

@@ -143,7 +143,10 @@ def join(address: str, cluster: Cluster) -> RayCluster:
     try:
         ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
     except (ConnectionError, RuntimeError, ValueError) as err:
-        raise InputError("--ray", f"cannot join the Ray cluster at {address!r}: {err}") from None
+        hint = ""
+        if os.environ.get("RAY_AUTH_MODE", "").lower() != "token":  # Ray never turns it on for an explicit address
+            hint = " (a cluster with token authentication needs RAY_AUTH_MODE=token and its token)"
+        raise InputError("--ray", f"cannot join the Ray cluster at {address!r}: {err}{hint}") from None
     nodes: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
     by_label: dict[str, list[dict[str, Any]]] = {}
     for n in nodes:
