@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -56,106 +57,61 @@ class ServiceMetrics:
 
     def __init__(self) -> None:
         r = self.registry = CollectorRegistry()
-        self.requests = Counter(
-            "dagsched_requests",
-            "HTTP requests by route template, method and status",
-            ["route", "method", "status"],
-            registry=r,
+        counter, gauge = partial(Counter, registry=r), partial(Gauge, registry=r)
+        histogram = partial(Histogram, buckets=_LATENCY_BUCKETS, registry=r)
+        self.requests = counter(
+            "dagsched_requests", "HTTP requests by route template, method and status", ["route", "method", "status"]
         )
-        self.errors = Counter("dagsched_request_errors", "responses with status >= 400 by route", ["route"], registry=r)
-        self.plan_latency = Histogram(
-            "dagsched_plan_latency_seconds",
-            "time to produce one plan",
-            ["scheduler"],
-            buckets=_LATENCY_BUCKETS,
-            registry=r,
+        self.errors = counter("dagsched_request_errors", "responses with status >= 400 by route", ["route"])
+        self.plan_latency = histogram("dagsched_plan_latency_seconds", "time to produce one plan", ["scheduler"])
+        self.decision_latency = histogram(
+            "dagsched_decision_latency_seconds", "time of one scheduler decision inside a plan", ["scheduler"]
         )
-        self.decision_latency = Histogram(
-            "dagsched_decision_latency_seconds",
-            "time of one scheduler decision inside a plan",
-            ["scheduler"],
-            buckets=_LATENCY_BUCKETS,
-            registry=r,
+        self.inference = histogram("dagsched_model_inference_seconds", "learned policy time per decision")
+        self.fallbacks = counter("dagsched_fallbacks", "plans that fell back to HEFT, by reason", ["reason"])
+        self.breaker_open = gauge("dagsched_breaker_open", "1 while the learned policy's breaker is open")
+        self.model_info = gauge("dagsched_model_info", "the serving policy (value 1)", ["version", "sha256"])
+        self.model_swaps = counter("dagsched_model_swaps", "policy swaps by outcome", ["outcome"])
+        self.skew_round_robin = counter(
+            "dagsched_skew_round_robin_decisions", "placements made round-robin by the load-skew monitor"
         )
-        self.inference = Histogram(
-            "dagsched_model_inference_seconds",
-            "learned policy time per decision",
-            buckets=_LATENCY_BUCKETS,
-            registry=r,
+        self.shadow_plans = counter("dagsched_shadow_plans", "shadow comparisons by winner", ["winner"])
+        self.shadow_makespan_ratio = gauge(
+            "dagsched_shadow_makespan_ratio", "live / shadow predicted makespan of the last plan"
         )
-        self.fallbacks = Counter(
-            "dagsched_fallbacks", "plans that fell back to HEFT, by reason", ["reason"], registry=r
-        )
-        self.breaker_open = Gauge("dagsched_breaker_open", "1 while the learned policy's breaker is open", registry=r)
-        self.model_info = Gauge(
-            "dagsched_model_info", "the serving policy (value 1)", ["version", "sha256"], registry=r
-        )
-        self.model_swaps = Counter("dagsched_model_swaps", "policy swaps by outcome", ["outcome"], registry=r)
-        self.skew_round_robin = Counter(
-            "dagsched_skew_round_robin_decisions", "placements made round-robin by the load-skew monitor", registry=r
-        )
-        self.shadow_plans = Counter("dagsched_shadow_plans", "shadow comparisons by winner", ["winner"], registry=r)
-        self.shadow_makespan_ratio = Gauge(
-            "dagsched_shadow_makespan_ratio", "live / shadow predicted makespan of the last plan", registry=r
-        )
-        self.shadow_cost_ratio = Gauge(
-            "dagsched_shadow_cost_ratio", "live / shadow predicted cost of the last plan", registry=r
-        )
-        self.k8s = Counter(
-            "dagsched_k8s_requests", "extender calls by verb and outcome", ["verb", "outcome"], registry=r
-        )
-        self.config_reloads = Counter("dagsched_config_reloads", "config loads by outcome", ["outcome"], registry=r)
-        self.events = Counter("dagsched_events", "events received by kind", ["kind"], registry=r)
-        self.store_up = Gauge("dagsched_store_up", "1 when the decision store answered its last ping", registry=r)
-        self.store_latency = Histogram(
-            "dagsched_store_seconds",
-            "time of one store call, by operation",
-            ["op"],
-            buckets=_LATENCY_BUCKETS,
-            registry=r,
-        )
+        self.shadow_cost_ratio = gauge("dagsched_shadow_cost_ratio", "live / shadow predicted cost of the last plan")
+        self.k8s = counter("dagsched_k8s_requests", "extender calls by verb and outcome", ["verb", "outcome"])
+        self.config_reloads = counter("dagsched_config_reloads", "config loads by outcome", ["outcome"])
+        self.events = counter("dagsched_events", "events received by kind", ["kind"])
+        self.store_up = gauge("dagsched_store_up", "1 when the decision store answered its last ping")
+        self.store_latency = histogram("dagsched_store_seconds", "time of one store call, by operation", ["op"])
         self.store_save_plan = self.store_latency.labels(op="save_plan")
         self.store_ping = self.store_latency.labels(op="ping")
-        self.arm_plans = Counter(
-            "dagsched_canary_plans",
-            "plans made while a canary runs, by arm and scheduler",
-            ["arm", "scheduler"],
-            registry=r,
+        self.arm_plans = counter(
+            "dagsched_canary_plans", "plans made while a canary runs, by arm and scheduler", ["arm", "scheduler"]
         )
-        self.arm_plan_latency = Histogram(
-            "dagsched_canary_plan_latency_seconds",
-            "time to produce one plan while a canary runs, by arm",
-            ["arm"],
-            buckets=_LATENCY_BUCKETS,
-            registry=r,
+        self.arm_plan_latency = histogram(
+            "dagsched_canary_plan_latency_seconds", "time to produce one plan while a canary runs, by arm", ["arm"]
         )
-        self.arm_fallbacks = Counter(
-            "dagsched_canary_fallbacks", "canary plans that fell back to HEFT, by arm", ["arm"], registry=r
+        self.arm_fallbacks = counter(
+            "dagsched_canary_fallbacks", "canary plans that fell back to HEFT, by arm", ["arm"]
         )
-        self.arm_makespan_ratio = Gauge(
+        self.arm_makespan_ratio = gauge(
             "dagsched_canary_makespan_ratio",
             "achieved makespan per arm over the default's plan makespan, mean over the stage's executed workflows",
             ["arm"],
-            registry=r,
         )
-        self.canary_fraction = Gauge("dagsched_canary_fraction", "share of workflows the candidate plans", registry=r)
-        self.canary_steps = Counter(
-            "dagsched_canary_steps", "canary steps taken here, by action", ["action"], registry=r
+        self.canary_fraction = gauge("dagsched_canary_fraction", "share of workflows the candidate plans")
+        self.canary_steps = counter("dagsched_canary_steps", "canary steps taken here, by action", ["action"])
+        self.calibration_active = gauge("dagsched_calibration_active", "1 while calibrated predictions are applied")
+        self.calibration_factors = gauge(
+            "dagsched_calibration_factors", "factors in use, by kind (task or node)", ["kind"]
         )
-        self.calibration_active = Gauge(
-            "dagsched_calibration_active", "1 while calibrated predictions are applied", registry=r
+        self.finetune_runs = counter(
+            "dagsched_online_finetune_runs", "online fine-tunes by trigger and verdict", ["trigger", "verdict"]
         )
-        self.calibration_factors = Gauge(
-            "dagsched_calibration_factors", "factors in use, by kind (task or node)", ["kind"], registry=r
-        )
-        self.finetune_runs = Counter(
-            "dagsched_online_finetune_runs",
-            "online fine-tunes by trigger and verdict",
-            ["trigger", "verdict"],
-            registry=r,
-        )
-        self.grpc_requests = Counter(
-            "dagsched_grpc_requests", "gRPC calls by method and status code", ["method", "code"], registry=r
+        self.grpc_requests = counter(
+            "dagsched_grpc_requests", "gRPC calls by method and status code", ["method", "code"]
         )
         self.recent = RecentActivity()
         # labelled series of the hot paths, looked up once (`labels()` costs more than `inc()`)
