@@ -22,6 +22,26 @@ def json_dumps(value: Any) -> str:
     return str(value) if isinstance(value, EncodedJSON) else json.dumps(value)
 
 
+class Part:
+    """One group of the store's tables on the shared engine: every method is one short transaction."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+
+    def _rows(self, q: Any) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(q).mappings()]
+
+    def _first(self, q: Any) -> dict[str, Any] | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(q).mappings().first()
+        return dict(row) if row else None
+
+    def _insert(self, table: sa.Table, **values: Any) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(table.insert().values(**values))
+
+
 def normalise_url(url: str) -> str:
     """`postgres://` and `postgresql://` use psycopg 3; a bare path means a SQLite file."""
     for prefix in ("postgres://", "postgresql://"):

@@ -7,30 +7,24 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from dagsched.service.store.engine import Part
 from dagsched.service.store.schema import events, plans
 
 
-class Events:
+class Events(Part):
     """Reads and writes of `events`, and the plans that have them; every method is one short transaction."""
-
-    def __init__(self, engine: sa.Engine) -> None:
-        self.engine = engine
 
     def add(
         self, root_id: str, kind: str, task: str | None, node: str | None, at: float, payload: dict[str, Any]
     ) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(
-                events.insert().values(
-                    root_id=root_id, kind=kind, task=task, node=node, at=at, payload=payload, created_at=time.time()
-                )
-            )
+        self._insert(
+            events, root_id=root_id, kind=kind, task=task, node=node, at=at, payload=payload, created_at=time.time()
+        )
 
     def of_chain(self, root_id: str) -> list[dict[str, Any]]:
         """The events of one chain, by time reported (`at`), then in the order they were stored."""
         q = sa.select(events).where(events.c.root_id == root_id).order_by(events.c.at, events.c.id)
-        with self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(q).mappings()]
+        return self._rows(q)
 
     def of_chains(self, root_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
         """The events of each chain, in the order they were stored (not sorted by time: an audit checks that)."""
@@ -54,8 +48,7 @@ class Events:
         if environment is not None:
             q = q.where(plans.c.environment == environment)
         q = q.order_by(plans.c.created_at.desc(), plans.c.id).limit(limit)
-        with self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(q).mappings()]
+        return self._rows(q)
 
     def executed_per_environment(self, since: float) -> dict[str, int]:
         """First plans with events, created at or after `since`, by environment label."""

@@ -6,14 +6,12 @@ import time
 
 import sqlalchemy as sa
 
+from dagsched.service.store.engine import Part
 from dagsched.service.store.schema import leases
 
 
-class Leases:
+class Leases(Part):
     """Take and release named leases; each call is one short transaction."""
-
-    def __init__(self, engine: sa.Engine) -> None:
-        self.engine = engine
 
     def take(self, name: str, holder: str, seconds: float) -> bool:
         """Hold `name` for `seconds` unless another holder's lease is still running; True when held."""

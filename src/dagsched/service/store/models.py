@@ -2,47 +2,35 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
 import sqlalchemy as sa
 
+from dagsched.service.store.engine import Part
 from dagsched.service.store.schema import model_blobs, model_versions
 
 
-class Models:
+class Models(Part):
     """Reads and writes of `model_versions` and `model_blobs`; every method is one short transaction."""
 
-    def __init__(self, engine: sa.Engine) -> None:
-        self.engine = engine
-
     def add_version(self, version: str, sha256: str, source: str, meta: dict[str, Any], loaded_at: float) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(
-                model_versions.insert().values(
-                    version=version, sha256=sha256, source=source, meta=meta, loaded_at=loaded_at
-                )
-            )
+        self._insert(model_versions, version=version, sha256=sha256, source=source, meta=meta, loaded_at=loaded_at)
 
     def history(self, limit: int = 20) -> list[dict[str, Any]]:
         q = sa.select(model_versions).order_by(model_versions.c.id.desc()).limit(limit)
-        with self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(q).mappings()]
+        return self._rows(q)
 
     def put_blob(self, sha256: str, version: str, weights: bytes, meta: dict[str, Any]) -> None:
         """Keep a policy's files, once per sha256 (a second put of the same policy is a no-op)."""
         with self.engine.connect() as conn:
             if conn.execute(sa.select(model_blobs.c.sha256).where(model_blobs.c.sha256 == sha256)).first():
                 return
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(
-                    model_blobs.insert().values(
-                        sha256=sha256, version=version, weights=weights, meta=meta, created_at=time.time()
-                    )
-                )
-        except sa.exc.IntegrityError:  # another replica kept the same policy first
-            pass
+        with contextlib.suppress(sa.exc.IntegrityError):  # another replica kept the same policy first
+            self._insert(
+                model_blobs, sha256=sha256, version=version, weights=weights, meta=meta, created_at=time.time()
+            )
 
     def get_blob(self, sha256: str) -> tuple[bytes, dict[str, Any]] | None:
         with self.engine.connect() as conn:

@@ -9,6 +9,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from dagsched.service.store.engine import Part
 from dagsched.service.store.schema import decisions, plans, shadow
 
 # Statements of the hot paths, built once (building one per call cost more than running it).
@@ -22,11 +23,8 @@ _PLANNED_NODE = (
 )
 
 
-class Plans:
+class Plans(Part):
     """Reads and writes of `plans`, `decisions` and `shadow`; every method is one short transaction."""
-
-    def __init__(self, engine: sa.Engine) -> None:
-        self.engine = engine
 
     def save(self, plan: Mapping[str, Any], rows: Iterable[Mapping[str, Any]]) -> None:
         """One plan and its decisions, in one transaction (the decisions as one executemany)."""
@@ -38,16 +36,12 @@ class Plans:
                 conn.execute(_INSERT_DECISION, batch)
 
     def get(self, plan_id: str) -> dict[str, Any] | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(sa.select(plans).where(plans.c.id == plan_id)).mappings().first()
-        return dict(row) if row else None
+        return self._first(sa.select(plans).where(plans.c.id == plan_id))
 
     def latest_revision(self, root_id: str) -> dict[str, Any] | None:
         """The newest plan of a chain (the first plan or its latest re-plan)."""
         q = sa.select(plans).where(plans.c.root_id == root_id).order_by(plans.c.created_at.desc(), plans.c.id)
-        with self.engine.connect() as conn:
-            row = conn.execute(q.limit(1)).mappings().first()
-        return dict(row) if row else None
+        return self._first(q.limit(1))
 
     def list(
         self,
@@ -110,8 +104,7 @@ class Plans:
             q = q.where(decisions.c.model_version == model_version)
         if fallback is not None:
             q = q.where(plans.c.fallback == fallback)
-        with self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(q).mappings()]
+        return self._rows(q)
 
     def first_plans(self, environment: str, since: float, limit: int) -> builtins.list[dict[str, Any]]:
         """The newest `limit` first plans (not re-plans) labelled `environment` created at or after `since`:
@@ -122,8 +115,7 @@ class Plans:
             .order_by(plans.c.created_at.desc(), plans.c.id)
             .limit(limit)
         )
-        with self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(q).mappings()]
+        return self._rows(q)
 
     def per_environment(self, since: float) -> builtins.list[tuple[str, int]]:
         """(environment label, plans) created at or after `since`, by label."""
@@ -151,10 +143,8 @@ class Plans:
         return out
 
     def add_shadow(self, row: Mapping[str, Any]) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(shadow.insert().values(created_at=time.time(), **row))
+        self._insert(shadow, created_at=time.time(), **row)
 
     def shadow_rows(self, limit: int = 10_000) -> builtins.list[dict[str, Any]]:
         q = sa.select(shadow).order_by(shadow.c.id.desc()).limit(limit)
-        with self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(q).mappings()]
+        return self._rows(q)

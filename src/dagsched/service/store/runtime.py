@@ -8,20 +8,16 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from dagsched.service.store.engine import Part
 from dagsched.service.store.schema import canary, canary_steps, finetune_runs, serving
 
 
-class Runtime:
+class Runtime(Part):
     """Reads and writes of `serving`, `canary`, `canary_steps` and `finetune_runs`; each one short transaction."""
-
-    def __init__(self, engine: sa.Engine) -> None:
-        self.engine = engine
 
     def serving_state(self) -> dict[str, Any] | None:
         """The serving row (revision, model_sha256, model_source, config), or None before anything was published."""
-        with self.engine.connect() as conn:
-            row = conn.execute(sa.select(serving).where(serving.c.key == "live")).mappings().first()
-        return dict(row) if row else None
+        return self._first(sa.select(serving).where(serving.c.key == "live"))
 
     def publish(
         self, model_sha256: str | None = None, model_source: str | None = None, config: dict[str, Any] | None = None
@@ -48,15 +44,13 @@ class Runtime:
     # ---- canary ------------------------------------------------------------------------------
 
     def add_canary(self, row: Mapping[str, Any]) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(canary.insert().values(created_at=time.time(), **row))
+        self._insert(canary, created_at=time.time(), **row)
 
     def canary_rows(self, canary_id: str, fraction: float | None = None) -> list[dict[str, Any]]:
         q = sa.select(canary).where(canary.c.canary_id == canary_id)
         if fraction is not None:
             q = q.where(canary.c.fraction == fraction)
-        with self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(q.order_by(canary.c.id)).mappings()]
+        return self._rows(q.order_by(canary.c.id))
 
     def canary_steps(self, canary_id: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
         """The steps of one canary in order, or (None) the newest steps of every canary, newest first."""
@@ -65,14 +59,12 @@ class Runtime:
             q = q.where(canary_steps.c.canary_id == canary_id).order_by(canary_steps.c.seq)
         else:
             q = q.order_by(canary_steps.c.id.desc())
-        with self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(q.limit(limit)).mappings()]
+        return self._rows(q.limit(limit))
 
     def add_canary_step(self, row: Mapping[str, Any]) -> bool:
         """Record a step; False when another replica took that step number first (nothing is written)."""
         try:
-            with self.engine.begin() as conn:
-                conn.execute(canary_steps.insert().values(created_at=time.time(), **row))
+            self._insert(canary_steps, created_at=time.time(), **row)
         except sa.exc.IntegrityError:
             return False
         return True
@@ -80,10 +72,8 @@ class Runtime:
     # ---- online fine-tuning ------------------------------------------------------------------
 
     def add_finetune_run(self, row: Mapping[str, Any]) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(finetune_runs.insert().values(**row))
+        self._insert(finetune_runs, **row)
 
     def finetune_runs(self, limit: int = 50) -> list[dict[str, Any]]:
         q = sa.select(finetune_runs).order_by(finetune_runs.c.id.desc()).limit(limit)
-        with self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(q).mappings()]
+        return self._rows(q)
