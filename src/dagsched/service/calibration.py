@@ -1,31 +1,9 @@
 """Calibrated predictions: what the service saw executed corrects the runtimes it is told.
 
-A request says how long each task takes at speed 1 and how fast each node is; reality disagrees in two
-ways that repeat: a kind of task runs longer (or shorter) than its owners declare, on a kind of hardware,
-and a node runs slower (or faster) than it declares. So every executed task (`service.reality`) gives one
-log-ratio `y = log(actual / predicted)`, where `predicted` is the request's own runtime on that node, and
-the model is
-
-    y = log r[task name, node class] + log s[node] + noise
-
-where `log r[name, class] = log g[name] + d[name, class]`: a task name's factor over every class, and how
-one class departs from it (so a kind of task seen only on fast nodes is corrected on slow ones too). Each
-(task name, node) cell is summarised by its weighted median log-ratio (robust to a straggler); the factors
-are the least-absolute-deviations fit of those medians, weighted by the cells' evidence, with a small L1
-penalty on every factor (`fit_l1`, one linear program): when the data fit several explanations alike
-(every task ever run on n3 is slow: n3 is slow, or each of those tasks is), it takes the one with the
-fewest and smallest factors. Then each is shrunk towards 1 (a cell towards its name's factor) by its
-evidence, `log f * W / (W + shrinkage)` with `W` the decayed weight of its observations (so one run
-cannot move a prediction far); a factor resting on fewer than `min_observations` is not used.
-Observations decay with age (weight `0.5 ** (age / half_life_s)`), so a node that was repaired is
-forgiven. Nothing acts before `min_runs` executed workflows were seen (the floor).
-
-A calibrated plan sees each task's runtime on each node multiplied by `r[name, class(node)] * s[node]`
-(as per-node costs when the task factor differs by class, else through the node's speed); its evidence
-says, per assignment, the declared and the calibrated runtime and the two factors. Task name: the label
-`dagsched.io/name`, else `program` (what WfCommons traces name the executable), else the task id. Node
-class: the label `dagsched.io/class`, else `node.kubernetes.io/instance-type`, else the node's shape
-(cpu, memory, gpus, declared speed).
+Each executed task gives `y = log(actual / predicted)`, modelled as `log r[task name, node class] + log s[node]`;
+the factors are an L1-penalised least-absolute-deviations fit of the cells' weighted medians (`fit_l1`), shrunk
+towards 1 by their decayed evidence, and act only past `min_runs` executed workflows (docs/service.md,
+"Calibrated predictions").
 """
 
 from __future__ import annotations

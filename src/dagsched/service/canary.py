@@ -1,30 +1,8 @@
 """Canary release: a candidate scheduler or model version plans a growing share of the workflows, judged on what
-really ran, promoted stage by stage or rolled back.
+really ran, promoted stage by stage or rolled back (docs/service.md, "Canary release").
 
-The runtime config's `canary` names the candidate (`scheduler`, or `model_version`: a policy kept in the store)
-and its `fraction`. A request that names no scheduler goes to the candidate's arm when the first 8 bytes of
-sha256(workflow name), as a share of 2^64, fall under the fraction: the same workflow always goes the same way,
-and a workflow in the candidate's arm at one stage stays there at the next. Its re-plans stay in its chain's arm.
-Every first plan made while the canary runs is recorded (`canary` table) with its arm and, planned in the
-background on the same problem, the other arm's plan (the shadow): that pair gives the paired comparison of plan
-makespans, and the other arm's plan makespan is what each executed workflow's achieved makespan is measured
-against, `achieved / the default's plan makespan`, so that the two arms are compared on one scale although no
-workflow ran in both.
-
-Judging a stage (after every executed workflow of the canary and every candidate failure):
-
-- rollback at once when the candidate errs (`max_errors` of its plans fell back to HEFT at this stage) or its
-  breaker opened (a learned candidate failing or past its deadline);
-- once each arm has `min_workflows` executed workflows at this stage: the mean of the candidate's normalised
-  achieved makespans over the default's. At most `1 + margin`: no worse, promote to the next of `stages`
-  (the last stage, 1.0, completes the release: the candidate becomes the default scheduler, or the serving
-  policy, and the canary ends); otherwise roll back (the canary ends, the default keeps serving).
-
-Each step is a numbered row in `canary_steps` (start, set by an operator, promote, complete, rollback); a replica
-takes a step only when its insert of the next number wins and the step starts from the stage the last step
-reached (a replica that has not yet applied a change takes no step), then publishes the new config through the
-store as any config change, so every replica serves the new stage within its sync interval. The per-arm
-Prometheus series carry an `arm` label.
+A workflow's arm is sticky (a hash of its name); each stage is judged on the executed workflows' achieved makespan
+over the default's plan makespan, and each step is a numbered row that one replica wins and publishes.
 """
 
 from __future__ import annotations

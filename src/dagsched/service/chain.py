@@ -1,10 +1,5 @@
 """What ran in a plan chain, folded from its events: the one reading of the event log that the re-plan on an event
 and the gap report (`reality.rebuild`) both use, and the one overrun rule.
-
-A chain is a first plan and its re-plans; its events (`task_started`, `task_finished`, `task_failed`,
-`task_overran`, `node_down`, `node_up`) are folded in time order: a started task runs on its node until it
-finishes, fails, is migrated off an overrun, or its node goes down; a finished task is done where it ran; a node is
-down from `node_down` until `node_up`.
 """
 
 from __future__ import annotations

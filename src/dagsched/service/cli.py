@@ -1,8 +1,4 @@
-"""`dagsched serve`: the scheduling service under uvicorn.
-
-The lead's `dagsched` command adds it with `register(app)`; `python -m dagsched.service.cli serve`
-runs the same command on its own.
-"""
+"""`dagsched serve` (the scheduling service under uvicorn) and `dagsched gap`, added to `dagsched` by `register`."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """Runtime config: what an operator changes without a restart (`PUT /v1/config`, SIGHUP).
 
-A config is validated as a whole before it replaces the live one: a rule outside the
-expression language, an unknown scheduler or a bad number leaves the old config serving
-and the error names the field (`rules.gpu: ...`). A config kept from an older release (the
-store's, a config file) loads without the settings this one retired (`RETIRED_KEYS`), saying so
-in the log.
+A config is validated as a whole before it replaces the live one (the error names the field); one kept from an older
+release loads without the settings this one retired (`RETIRED_KEYS`).
 
     default_scheduler: sampling     # HEFT's rank sampled: never a longer plan than HEFT's, no network (docs/service.md)
     decision_deadline_ms: 1500      # a learned planner's (drl's) plan slower than this -> HEFT plans instead
@@ -15,7 +12,7 @@ in the log.
     shadow: heft
     reward_weights: {makespan: 0.4, cost: 0.3, sla: 0.2, fragmentation: 0.1, load: 0.05, completion: 0.0}
     calibration: {enabled: true, min_runs: 5, shrinkage: 2, half_life_s: 604800}   # learn from executed runs
-    canary: {scheduler: peft, fraction: 0.01}   # or {model_version: v7, ...}: staged release, see below
+    canary: {scheduler: peft, fraction: 0.01}   # or {model_version: v7, ...}: staged release (`service.canary`)
     online_ft_interval: 6h                      # fine-tune on the logs every 6 h (off when absent)
 """
 

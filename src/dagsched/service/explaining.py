@@ -1,10 +1,4 @@
-"""Explain a stored plan: what `GET /v1/plans/{id}/explain` and gRPC `Explain` answer.
-
-Every task: its evidence (top nodes by estimated finish, rejected nodes and why, the terms of its placement). A plan
-of a scheduler that plans with a learned policy is replayed with the serving one: each task's score and its
-probability among the tasks ready when it was placed, and for one `task` the Integrated Gradients attributions of
-its score per feature and per DAG task. Computed on request only (seconds on a 1,000-task plan).
-"""
+"""Explain a stored plan: what `GET /v1/plans/{id}/explain` and gRPC `Explain` answer, computed on request only."""
 
 from __future__ import annotations
 

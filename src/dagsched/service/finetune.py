@@ -1,33 +1,8 @@
 """`dagsched finetune`: fine-tune the serving model on what one environment really asked the service, and really ran.
 
-Why: the shipped policy was trained on synthetic DAGs and preset clusters; the workflows and node
-states a deployment actually sends drift from them, and so do the runtimes it sees executed. The decision
-store keeps every plan's request (workflow and node states) with its environment label, and the events of
-what ran, so a short, seeded fine-tune on those requests, judged on requests it never saw, is a safe way
-to follow the drift.
-
-What runs, in order (the training itself lives in `dagsched.rl.finetune`; this module reads and ships):
-
-1. read: first plans (not re-plans) labelled `--env`, newer than `--since`, from the store; each
-   request becomes a problem exactly as the planner built it (`problem.build_problem`: the nodes'
-   free capacity is the capacity; the runtime config's rules are not logged, so none apply).
-   Records of any other label (dev, test) never enter. With `--runtimes executed` the environment's
-   executed runs in the window are read too and audited (`service.reality`): a log with duplicate events,
-   events out of order, zero or negative durations, outliers past `--outlier-bound` or re-plans labelled
-   with another environment is refused with a report (`--allow-faults` trains without those runs); each
-   problem is then calibrated by the factors those runs give (`service.calibration`): the problem as it
-   really runs.
-2. split: a plan is held out when sha256(plan id) falls under `--holdout`: the same logs give the
-   same split, and a plan never moves between sides as logs grow.
-3. fine-tune: the priority policy's own trainer (`rl.priority_train.finetune`: a few passes of POMO),
-   on the training problems, from the current model (default: the service's default,
-   the shipped drl-v3).
-4. evaluate: old and new, each planning as the service plans with it, on the held-out problems in the
-   one simulator; the score is the mean of new/old makespan.
-5. ship, only if new/old < 1 - `--margin`: `PUT /v1/model/weights` on `--service` (bearer token
-   from `DAGSCHED_API_TOKEN`), or the files in `--out`. A loser is never shipped.
-
-`online_ft_interval` in the runtime config has the service run the same thing itself (`service.online`).
+The workflows and node states a deployment sends drift from the synthetic ones the shipped policy was trained on; a
+short, seeded fine-tune on the logged requests, judged on requests it never saw and shipped only when it wins, follows
+the drift (docs/service.md, "Fine-tuning on the logs"; the training itself is `dagsched.rl.finetune`).
 """
 
 from __future__ import annotations

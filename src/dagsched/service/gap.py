@@ -1,12 +1,5 @@
-"""The gap between plan and reality, measured on executed runs (`service.reality`).
-
-Per task name, workflow name, node and node class: the ratio of actual to declared runtime (median, p10,
-p90, count; p25/p75/min/max for box plots) and the median of actual to planned (what the plan, calibrated
-or not, predicted on that node). Then the delays from a parent's finish to its child's start on another
-node against the planned transfer time, the failure rate (failed attempts over started ones), overruns
-(tasks past twice their declared runtime, and `task_overran` events), and the makespan planned against
-the makespan achieved, run by run (the scatter the dashboard draws). `dagsched gap`, `GET /v1/gap` and
-the dashboard's Reality page read this one report.
+"""The gap between plan and reality, measured on executed runs (`service.reality`): the one report that
+`dagsched gap`, `GET /v1/gap` and the dashboard's Reality page read.
 """
 
 from __future__ import annotations

@@ -1,25 +1,7 @@
-"""The Kubernetes scheduler extender: kube-scheduler's `filter` and `prioritize` verbs.
+"""The Kubernetes scheduler extender: kube-scheduler's `filter` and `prioritize` verbs on `ExtenderArgs`.
 
-kube-scheduler POSTs `ExtenderArgs` (k8s.io/kube-scheduler/extender/v1):
-`{"pod": <v1.Pod>, "nodes": <v1.NodeList> | null, "nodenames": [str] | null}` — `nodes`
-when the extender is not `nodeCacheCapable`, `nodenames` when it is. Answers:
-
-- filter -> `ExtenderFilterResult`: `{"nodes" | "nodenames", "failedNodes": {name: reason},
-  "failedAndUnresolvableNodes": {}, "error": ""}`;
-- prioritize -> `HostPriorityList`: `[{"host": name, "score": 0..10}]` (MaxExtenderPriority = 10).
-
-An extender must never break scheduling: every fault (bad JSON, a missing pod, a store outage)
-becomes the `error` field of a 200 filter answer (kube-scheduler then treats the extender as
-failed, and skips it when `ignorable: true`), or equal scores of 0 with an `X-Dagsched-Error`
-header for prioritize; never a 500.
-
-The pod's request is the sum of its containers' `resources.requests` (or the largest init
-container's, when bigger, as kube-scheduler counts it). A node offers its `status.allocatable`;
-its speed and price come from the labels `dagsched.io/speed` and `dagsched.io/price-per-hour`
-(default 1 and 0). Workflow and task identity come from the pod's labels or annotations
-`dagsched.io/workflow` and `dagsched.io/task`; `dagsched.io/runtime` is the predicted runtime
-in seconds (default 60). With only `nodenames` the extender knows names, not capacities: filter
-passes every name through, prioritize scores the planned node 10 and the others 0.
+An extender must never break scheduling: every fault becomes the `error` of a 200 filter answer, or scores of 0
+with an `X-Dagsched-Error` header (docs/service.md, "Kubernetes scheduler extender").
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""ASGI middleware: request size and nesting limits, and request metrics.
-
-The size limit counts the bytes actually received (a lying or absent Content-Length
-does not get past it) and answers 413 naming the limit; weight uploads have their own,
-larger limit. A JSON body nested deeper than `MAX_JSON_DEPTH` arrays and objects is
-refused with 400 saying so, before any parser recurses into it.
+"""ASGI middleware: request size and nesting limits (counted on the bytes received, before any parser), and request
+metrics.
 """
 
 from __future__ import annotations

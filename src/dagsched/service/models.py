@@ -1,18 +1,7 @@
 """The serving policy: loaded at start-up, replaced by validated uploads, rolled back on request.
 
-The policy `drl` plans with is the priority policy (metadata `format` `dagsched-priority-policy`; the
-shipped drl-v3 and what `dagsched finetune` writes): one score per task, sampled and decoded by list
-scheduling (`schedulers.priority_sampling`). A file of any other format, such as an old per-decision
-policy (`dagsched-policy`), is refused, naming its format.
-
-An upload (`<weights>.safetensors` bytes and its JSON metadata, as `save_priority_policy` writes
-them) goes through, in order: size limits; the metadata must be a JSON object of the priority
-policy's format; the weights must parse as safetensors (never a pickle: `safetensors` only); the
-loader's checks (format, feature version and sizes, sha256, every tensor's shape against the
-recorded architecture); a smoke inference (the policy scores a small fixed problem, its scores
-are finite, and its sampled plan passes the validator in the simulator). Only then is it swapped
-in, under a lock, in one assignment; the old one becomes `previous` (what `rollback` restores).
-Any failure leaves the serving model as it was.
+An upload is checked (size, metadata, safetensors, the loader's checks, a smoke inference) before it is swapped in
+under a lock; any failure leaves the serving model as it was.
 """
 
 from __future__ import annotations

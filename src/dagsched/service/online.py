@@ -1,15 +1,6 @@
 """Online fine-tuning: the service runs `dagsched finetune` on its own logs, on an interval and when the skew
-monitor trips, and ships a model only when it wins on held-out logged problems.
-
-Off unless the runtime config sets `online_ft_interval` (seconds, at least 60, or 30m, 6h, 1d). Then a background
-thread of each replica starts a run when the interval has passed since the last one, or at once when this
-replica's load skew monitor trips (the cluster drifted from what the model saw; at most once in ten minutes). A run
-reads this environment's first plans of the last `online_ft_window`, on their executed runtimes (calibrated) when
-enough runs were reported, else on the requested ones. The event log's faulty runs are left out and counted in the
-run's report (the command refuses them instead, unless `--allow-faults`). A winner is validated and swapped in like
-an upload and published to every replica through the store; a loser is dropped. Every run is a row of
-`finetune_runs` with its trigger and verdict (shipped, kept, too_few, failed), read by `GET /v1/finetune/runs`. One
-replica at a time runs (a lease in the store).
+monitor trips, and ships a model only when it wins on held-out logged problems (docs/service.md, "Fine-tuning on
+the logs"). One replica at a time runs (a lease in the store).
 """
 
 from __future__ import annotations

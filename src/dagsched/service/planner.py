@@ -1,30 +1,8 @@
 """Plans for `/v1/schedule`: the chosen scheduler run in the one simulator on predicted runtimes.
 
-How a request becomes a plan (`Planner.plan_workflow`, in three steps: choose and run with fallback,
-gather the evidence, build the records):
-
-1. The workflow is read by `workflow_from_dict` (native or WfFormat) and made a problem by
-   `service.problem.build_problem`: the nodes' free capacity as the cluster, and the config's
-   filter rules as the compiled problem's `allowed` matrix, which the simulator's one legality
-   check honours (no scheduler can start a forbidden pair, and no planner plans one).
-2. A task that no node admits makes the request impossible: 422 naming it.
-3. The scheduler runs in `Simulator` with `SimConfig()` defaults (no noise, failures or
-   stragglers: cloud mode on predictions), validated by the independent validator.
-4. A scheduler that plans with a learned policy (it declares the need: `drl`) is handed the serving policy and runs
-   behind a breaker and a deadline (it plans the whole workflow in one decision); if it has no policy, fails, is too
-   slow or its plan is invalid, HEFT plans instead and the response says `fallback: true` with the reason (also
-   counted in `dagsched_fallbacks_total`).
-5. The load-skew monitor: when the std of the nodes' cpu utilisation (from the request) is
-   over the threshold, the next N task placements go to the registered `round_robin` scheduler.
-6. Calibration (`service.calibration`), when the runtime config enables it and enough executed runs
-   were seen: the request's runtimes and node speeds are corrected before the problem is built, and
-   each assignment's evidence says by how much.
-7. A canary (`service.canary`): a request that names no scheduler goes to the candidate's arm when a
-   hash of its workflow's name falls under the canary's fraction.
-8. Evidence per assignment (`dagsched.explain.evidence`): the top alternatives with their
-   estimated finish on each node in the final plan's context (HEFT's own criterion), the
-   constraints that rejected nodes, and the terms of the placement; the plan's score is the
-   one objective (`dagsched.sim.objective`).
+A request is calibrated, built into a problem (`service.problem`), routed by the canary, planned with HEFT as the
+fallback of a failing, slow or missing learned policy, and explained by the evidence of each assignment
+(docs/service.md, "Planning semantics").
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Plan a workflow and record it: what `POST /v1/schedule` and gRPC `Schedule` do.
-
-The plan is made by the process's planner (one at a time: `lock`), its response encoded once as the schema checks
-it and stored with that same text, with one row per decision. What runs after the answer is sent: the shadow
-scheduler's plan of the same problem, and the canary's other arm.
+"""Plan a workflow and record it: what `POST /v1/schedule` and gRPC `Schedule` do, and what runs after the answer
+(the shadow's plan, the canary's other arm).
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """A /v1/schedule request as a compiled problem: the nodes' free capacity, and which (task, node) pairs may be used.
 
-The request's nodes become the cluster with each node's `free` capacity as its capacity (what is in use
-now is not ours to plan on); nodes with no free cpu are left out and named. The config's filter rules,
-a re-plan's pinned (running) tasks and migrated tasks' avoided nodes become the compiled problem's
-`allowed` matrix, which the simulator's legality check and every planner honour; `why` says what
-forbids each forbidden pair. A task no node admits makes the request impossible: 422 naming it.
+What is in use now is not ours to plan on; the config's rules, a re-plan's pins and migrated tasks' avoided
+nodes become the compiled problem's `allowed` matrix, which every planner honours.
 """
 
 from __future__ import annotations

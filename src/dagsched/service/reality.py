@@ -1,19 +1,8 @@
 """What really ran: executed workflows rebuilt from the stored plans and their events.
 
-A client reports through `/v1/events` when each task started and finished, on which node, and what failed.
-Each first plan (the root of a re-plan chain) with events is one executed run: its tasks' actual runtimes
-(finish - start of the attempt that finished) beside the runtime the request declared on that node (the
-task's runtime at speed 1 over the node's declared speed, or its per-node cost) and the one its plan
-predicted, the delays between a parent's finish and a child's start on another node beside the planned
-transfer time, failed attempts and overruns, and the makespan achieved when every task finished.
-
-The log is audited as it is read. What would mislead an estimate is reported as a `Fault` and kept out:
-an event stored twice (`duplicate`), events stored out of time order or a finish without a start
-(`out_of_order`), a re-plan of the chain stored by a replica with another environment label
-(`other_environment`: a dev replica re-planning a prod workflow): the whole run; a finish at or before its
-start (`non_positive_duration`) and a task whose actual/declared ratio is past the bound (`outlier`): that
-observation. Runs of other environment labels are never read; how many there were is reported. Nothing is
-changed in the store.
+The log is audited as it is read: what would mislead an estimate (duplicates, events out of order, another
+environment's re-plans, non-positive durations, outliers) is reported as a `Fault` and kept out; the store is
+never changed.
 """
 
 from __future__ import annotations

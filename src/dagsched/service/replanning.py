@@ -1,19 +1,7 @@
 """Apply an event to a plan chain and re-plan what it affects: what `POST /v1/events` and gRPC `ReportEvent` do.
 
-The state of a chain is folded from its stored events on every call (`chain.fold`; no replica holds it). What
-re-plans:
-
-- `task_failed`: the task is ready again;
-- `task_overran` with `elapsed_s` past the overrun rule (`chain.OVERRUN_RATIO` times the task's planned time): the
-  task is stopped and migrated, kept off that node if any other admits it;
-- `node_down`: the node's unfinished tasks move (running, planned, and any planned to have finished there by now
-  that was never reported finished: its output is not known to exist, so it runs again); `node_up`: the node is
-  offered again.
-
-`task_started` and `task_finished` are recorded without a re-plan. A re-plan plans the unfinished tasks from the
-event's time on (running tasks pinned to their node with their remaining predicted time; data from finished parents
-counted as present), stores it as a new revision of the chain, and returns the assignments that changed node or
-start.
+The chain's state is folded from its stored events on every call (`chain.fold`; no replica holds it); a failed,
+overrun or stranded task is re-planned from the event's time on, as a new revision of the chain.
 """
 
 from __future__ import annotations

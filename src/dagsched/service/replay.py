@@ -1,13 +1,7 @@
 """A simulated cluster for the service: it runs each plan on the true runtimes and reports what happened.
 
-The service plans on what requests declare. A `Truth` says how the cluster really differs: a node slower
-(or faster) than its declared speed, a kind of task longer (or shorter) than its declared runtime, and
-hidden lognormal noise. `execute` replays a plan in dagsched's one simulator on those true times (each
-node starts its planned tasks in the planned order, each as soon as its inputs are there and it fits:
-`sim.crosscheck.OrderReplay`), checks the run with the independent validator, and gives the events a real
-executor would send to `/v1/events` (each task's start and finish, on its node); `report` posts them.
-The calibration tests and `benchmarks/experiments/calibration_under_drift.py` drive the service with it; `service.demo`
-fills the dashboard's gap page with it.
+The calibration tests, `benchmarks/experiments/calibration_under_drift.py` and `service.demo` drive the service
+with it, so that it sees a cluster that differs from what requests declare.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Request and response bodies: the OpenAPI schema of the service.
-
-Field constraints here produce the 422s that name the field (`nodes[2].free.cpu: ...`); the
-workflow itself is read by `dagsched.io.workflow_from_dict` (native or WfFormat JSON), whose
-errors name the field inside it (`workflow.tasks[3].runtime: ...`).
+"""Request and response bodies: the OpenAPI schema of the service (their constraints give the 422s that name the
+field).
 """
 
 from __future__ import annotations

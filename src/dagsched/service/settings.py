@@ -1,8 +1,5 @@
-"""Process settings of the service, from the environment (prefix `DAGSCHED_`) or `dagsched serve` flags.
-
-These are fixed for the life of a process. What an operator changes at run time (rules,
-weights, deadline, breaker, shadow) is the runtime config (`service.config`), applied
-with `PUT /v1/config` or re-read from `config_file` on SIGHUP.
+"""Process settings of the service, from the environment (prefix `DAGSCHED_`) or `dagsched serve` flags; what
+changes at run time is the runtime config (`service.config`).
 """
 
 from __future__ import annotations

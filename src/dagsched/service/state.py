@@ -1,17 +1,8 @@
 """What a service process holds between requests: store, metrics, models, planner, live config.
 
-Request handling is otherwise stateless (plans, decisions, events and model versions live in
-the store), so replicas (processes, pods) run side by side behind a load balancer on one store.
-
-What every replica must serve alike, the policy and the runtime config, has its source of truth in the store
-(`serving`, with the policy files in `model_blobs`): an upload, a rollback, a `PUT /v1/config` or a SIGHUP
-re-read on any replica publishes the change and bumps a revision, and each replica polls that revision every
-`sync_interval_s` (a background thread; one indexed read) and applies what changed, so a change reaches
-every replica within about that interval plus a policy load. A replica that starts adopts what the store
-serves, except that a replica started with a config file or a model file publishes those (an operator's
-deploy is a change too). Per process, on purpose: the breaker (a policy failing on one replica, out of
-memory or past its deadline on a loaded CPU, says nothing about the others) and the skew monitor; shadow
-comparisons are rows in the store, shared, while their Prometheus gauges are per process.
+The policy and the runtime config have their source of truth in the store, which every replica polls, so that
+replicas run side by side on one store (docs/service.md, "Replicas"); the breaker and the skew monitor are per
+process on purpose.
 """
 
 from __future__ import annotations

@@ -1,22 +1,8 @@
 """The gRPC server: `dagsched.v1.Scheduler` (`dagsched.proto`) beside the HTTP API, in the same process.
 
-Every RPC calls the use case the HTTP route calls, on the same process state (the store, the planner and its
-lock, the runtime config, the canary and calibration): Schedule `service.planning` (then the shadow's and the
-canary's background work), Filter and Prioritize `service.k8s`, Explain `service.explaining`, ReportEvent
-`service.replanning`. Errors are the HTTP API's: a refused field is
-INVALID_ARGUMENT with `<field>: <fault>` as its details (the 422's `detail`; bytes that are no such message
-`body: not a valid <message> message`), an unknown plan NOT_FOUND, an event
-out of order FAILED_PRECONDITION; ReportEvent, like POST /v1/events, needs `authorization: Bearer <token>` in the
-call's metadata (UNAUTHENTICATED without it, PERMISSION_DENIED when the server has no token). A malformed
-ExtenderArgs is INVALID_ARGUMENT naming the field (over HTTP kube-scheduler needs a 200 whose `error` says it).
-Messages are at most `DAGSCHED_MAX_BODY_BYTES` (2 MB), as HTTP bodies.
-
-The server is grpc's asyncio server on an event loop of its own thread, and each RPC runs on that thread: a plan
-holds the planner's lock anyway (one plan at a time per process, as over HTTP), and the sync server's hand-off of
-every call to a worker thread cost more than it saved (benchmarks/bench_grpc.py: p99 of a 20-task plan 10 to 15 %
-over HTTP's with it, level without).
-
-`dagsched serve --grpc-port 50051` serves it; `dagsched.service.rpc.client` has a small client.
+Every RPC calls the use case the HTTP route calls, on the same process state, and answers its errors with the
+matching status codes (docs/service.md, "gRPC"). It runs on grpc's asyncio server in a thread of its own: a plan
+holds the planner's lock anyway, and a hand-off of every call to a worker thread cost more than it saved.
 """
 
 from __future__ import annotations

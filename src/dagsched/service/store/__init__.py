@@ -1,14 +1,7 @@
 """The decision store (SQLAlchemy Core): a SQLite file by default (WAL), PostgreSQL by URL.
 
-Everything a replica needs to answer about the past lives here, so several replicas behind a load balancer share
-one PostgreSQL and stay stateless. One engine and one metadata (`schema`); the tables' reads and writes are
-grouped by what they keep, each group an attribute of `Store`:
-
-- `store.plans`: plans, their decisions and the shadow scheduler's figures (`plans.py`);
-- `store.events`: what clients reported about their plans, and which plans ran (`events.py`);
-- `store.models`: the policies loaded and their files (`models.py`);
-- `store.runtime`: what every replica serves, the canary's records and the online fine-tunes (`runtime.py`);
-- `store.leases`: who does a shared job now (`leases.py`).
+Everything a replica needs to answer about the past lives here, so replicas share one PostgreSQL and stay
+stateless; its tables are grouped by what they keep, each group an attribute of `Store`.
 """
 
 from __future__ import annotations

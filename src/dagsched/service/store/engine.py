@@ -1,8 +1,4 @@
-"""The store's engine: a SQLite file by default (WAL), PostgreSQL by URL.
-
-`postgresql://` URLs are driven by psycopg 3 (`postgresql+psycopg://`). JSON columns are written with
-`json_dumps`, which stores an `EncodedJSON` value as it is.
-"""
+"""The store's engine: a SQLite file by default (WAL), PostgreSQL (psycopg 3) by URL."""
 
 from __future__ import annotations
 

@@ -1,21 +1,5 @@
 """The store's tables: one metadata, made on start-up (`create_all`) by every replica that writes.
 
-Everything a replica needs to answer about the past lives here, so several replicas behind a
-load balancer share one PostgreSQL and stay stateless:
-
-- `plans`: one row per plan (a re-plan after an event is a new row whose `root_id` is the
-  first plan's id); the request and the response as JSON, the scheduler, fallback, makespan, cost.
-- `decisions`: one row per assignment: input digest, choice (task -> node, start, finish),
-  scores of the alternatives, latency, model version, environment label.
-- `events`: what clients reported about a plan (task started/finished/failed/overran, node down/up).
-- `model_versions`: every policy that was loaded, with its hash and when.
-- `shadow`: live vs shadow scheduler's predicted makespan and cost per plan.
-- `model_blobs` and `serving`: every policy a replica loaded (weights and metadata, by sha256), and the one row
-  saying which of them and which runtime config all replicas serve, with a revision each change bumps
-  (`ServiceState.sync` polls it: the store is the replicas' source of truth).
-- `canary`, `canary_steps`, `finetune_runs`: the canary's plans and steps, and every online fine-tune.
-- `leases`: who does a shared job now.
-
 Tables are created when missing and never altered: a table's columns are the ones below.
 """
 
