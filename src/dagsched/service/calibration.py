@@ -230,9 +230,6 @@ def _groups(keys: Sequence[Any]) -> dict[Any, np.ndarray]:
     return {k: np.array(v, dtype=np.int64) for k, v in groups.items()}
 
 
-# ---- applying the factors -------------------------------------------------------------------------------
-
-
 @dataclass
 class Applied:
     """What calibration changed in one plan's input, for its evidence."""
@@ -303,9 +300,6 @@ def calibrate(workflow: Any, nodes: Sequence[Any], factors: Factors) -> tuple[An
             changed = True
     wf = workflow.model_copy(update={"tasks": tasks}) if changed else workflow
     return wf, new_nodes, applied
-
-
-# ---- the live estimate of a service process -------------------------------------------------------------
 
 
 class Calibrator:

@@ -86,8 +86,6 @@ class CanaryController:
         self._models: tuple[str, ModelManager] | None = None
         self._lock = threading.Lock()
 
-    # ---- routing --------------------------------------------------------------------------------------
-
     def route(self, workflow: str, config: RuntimeConfig, arm: str | None) -> Route | None:
         c = config.canary
         if c is None or c.id is None:
@@ -127,8 +125,6 @@ class CanaryController:
             self._models = (str(c.id), models)
             return models
 
-    # ---- recording ------------------------------------------------------------------------------------
-
     def record(self, planned: Planned, config: RuntimeConfig) -> None:
         """Store a first plan's canary row with the other arm's plan of the same problem (run in the background)."""
         route, c = planned.route, config.canary
@@ -159,8 +155,6 @@ class CanaryController:
         )
         if route.arm == "candidate" and live["fallback"]:
             self.evaluate(config)
-
-    # ---- judging --------------------------------------------------------------------------------------
 
     def stage_figures(self, c: Canary, fraction: float | None = None) -> dict[str, Any]:
         """Per arm at one stage (default: the current one): plans, fallbacks, executed workflows, mean plan and

@@ -76,9 +76,6 @@ class Outcome:
     """with --runtimes executed: runs read, faults by kind, runs left out, the calibration the problems got"""
 
 
-# ---- 1. reading the logs -------------------------------------------------------------------------
-
-
 def check_store_url(url: str) -> str:
     """The store URL as SQLAlchemy will open it; refuses unknown schemes and missing SQLite files."""
     from dagsched.service.store import normalise_url
@@ -204,9 +201,6 @@ def _executed_factors(
     return factors
 
 
-# ---- 2. the deterministic split ------------------------------------------------------------------
-
-
 def is_held_out(plan_id: str, fraction: float) -> bool:
     """Held out when the first 8 bytes of sha256(plan id), as a share of 2^64, fall under `fraction`."""
     h = int.from_bytes(hashlib.sha256(plan_id.encode()).digest()[:8], "big")
@@ -217,9 +211,6 @@ def split(problems: list[LoggedProblem], fraction: float) -> tuple[list[LoggedPr
     """(training, held out), each in the input's order."""
     held = [p for p in problems if is_held_out(p.plan_id, fraction)]
     return [p for p in problems if not is_held_out(p.plan_id, fraction)], held
-
-
-# ---- 5. shipping ---------------------------------------------------------------------------------
 
 
 def policy_version(stem: Path) -> str:
@@ -254,9 +245,6 @@ def upload(http: Any, token: str, stem: Path) -> dict[str, Any]:
             detail = r.text
         raise RuntimeError(f"the service refused the upload ({r.status_code}): {detail}")
     return dict(r.json())
-
-
-# ---- the run, top to bottom ----------------------------------------------------------------------
 
 
 def run(

@@ -90,9 +90,6 @@ def print_refusal(err: LogRefused) -> None:
         err_console.print(f"  {line}")
 
 
-# ---- the command ---------------------------------------------------------------------------------
-
-
 def run_command(cfg: FinetuneConfig) -> None:
     """`dagsched finetune` with its options as `cfg`: exit 0 whether or not it ships; 2 on bad input (options, store,
     no plans for the label, an event log that fails its audit); 1 if an upload fails."""

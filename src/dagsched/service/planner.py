@@ -165,8 +165,6 @@ class Planner:
             planned.response["canary"] = route.canary_id
         return planned
 
-    # ---- step 1: choose the scheduler and run it, falling back to HEFT ----------------------------------
-
     def choose_and_run(
         self,
         cp: CompiledProblem,
@@ -234,8 +232,6 @@ class Planner:
         assert timed is not None
         return Chosen(result, used, fallback_reason, model_version, timed.task_latency_s, inference_s, notes)
 
-    # ---- step 2: the evidence of every assignment ---------------------------------------------------------
-
     def gather_evidence(
         self,
         cp: CompiledProblem,
@@ -264,8 +260,6 @@ class Planner:
                 {"task": task, "node": node, "start": a.start + offset_s, "finish": a.end + offset_s, "evidence": e}
             )
         return assignments
-
-    # ---- step 3: the response and the store's rows --------------------------------------------------------
 
     def build_records(
         self,

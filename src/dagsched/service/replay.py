@@ -113,8 +113,6 @@ def plan_and_run(
     return plan, max(a.end for a in trace.attempts)
 
 
-# ---- the reality of the calibration tests and benchmark ---------------------------------------------------
-
 DRIFT = Truth(node_speed={"n3": 0.7}, task_factor={"model_training": 1.5})
 """Node n3 is 30 % slower than it declares; `model_training` tasks run 1.5 x their declared runtime."""
 

@@ -102,8 +102,6 @@ class ServiceState:
             self._sync_thread = threading.Thread(target=self._poll, name="dagsched-sync", daemon=True)
             self._sync_thread.start()
 
-    # ---- what all replicas serve, through the store ------------------------------------------
-
     def _keep_files(self, stem: Path) -> None:
         """Keep the policy at `stem` in the store, so that other replicas can load it."""
         c = self.models.current

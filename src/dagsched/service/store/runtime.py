@@ -41,8 +41,6 @@ class Runtime(Part):
                     raise
         raise AssertionError("unreachable")
 
-    # ---- canary ------------------------------------------------------------------------------
-
     def add_canary(self, row: Mapping[str, Any]) -> None:
         self._insert(canary, created_at=time.time(), **row)
 
@@ -68,8 +66,6 @@ class Runtime(Part):
         except sa.exc.IntegrityError:
             return False
         return True
-
-    # ---- online fine-tuning ------------------------------------------------------------------
 
     def add_finetune_run(self, row: Mapping[str, Any]) -> None:
         self._insert(finetune_runs, **row)
