@@ -16,6 +16,8 @@ from typing import Any
 
 import httpx
 
+_NODE_KEYS = ("id", "cpu", "mem", "gpu", "speed", "price_per_hour", "bandwidth", "labels")
+
 
 def sample_nodes(seed: int) -> list[dict[str, Any]]:
     """The hetero-16 preset as request nodes, with a seeded share of each node's cpu in use."""
@@ -27,19 +29,8 @@ def sample_nodes(seed: int) -> list[dict[str, Any]]:
     out = []
     for n in cluster_preset("hetero-16").nodes:
         used = float(rng.uniform(0, 0.5))
-        out.append(
-            {
-                "id": n.id,
-                "cpu": n.cpu,
-                "mem": n.mem,
-                "gpu": n.gpu,
-                "speed": n.speed,
-                "price_per_hour": n.price_per_hour,
-                "bandwidth": n.bandwidth,
-                "free": {"cpu": round(n.cpu * (1 - used), 2), "mem": round(n.mem * (1 - used), 2), "gpu": n.gpu},
-                "labels": n.labels,
-            }
-        )
+        free = {"cpu": round(n.cpu * (1 - used), 2), "mem": round(n.mem * (1 - used), 2), "gpu": n.gpu}
+        out.append({**n.model_dump(include=set(_NODE_KEYS)), "free": free})
     return out
 
 

@@ -20,14 +20,7 @@ from typing import Any
 
 from dagsched.console import parse_duration
 from dagsched.model.errors import InputError
-from dagsched.rl.finetune import (
-    FinetuneConfig,
-    HeldOutResult,
-    LoggedProblem,
-    algorithm,
-    evaluate,
-    verdict,
-)
+from dagsched.rl.finetune import FinetuneConfig, HeldOutResult, LoggedProblem, algorithm, evaluate, verdict
 
 __all__ = [
     "FinetuneConfig",

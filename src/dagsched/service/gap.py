@@ -16,23 +16,16 @@ from dagsched.service.reality import RunLog, TaskRun
 POINTS = 500
 """Newest runs drawn in the plan-vs-achieved scatter."""
 
+SUMMARY = ("median", "p10", "p90", "p25", "p75", "min", "max")
+
 
 def summarise(values: Iterable[float]) -> dict[str, Any]:
     """count, median, p10, p90 (and p25, p75, min, max for the dashboard's box plots) of ratios."""
     a = np.asarray(list(values), dtype=np.float64)
     if len(a) == 0:
-        return {"count": 0, **dict.fromkeys(("median", "p10", "p90", "p25", "p75", "min", "max"))}
-    q = np.quantile(a, [0.1, 0.25, 0.5, 0.75, 0.9])
-    return {
-        "count": int(len(a)),
-        "median": float(q[2]),
-        "p10": float(q[0]),
-        "p90": float(q[4]),
-        "p25": float(q[1]),
-        "p75": float(q[3]),
-        "min": float(a.min()),
-        "max": float(a.max()),
-    }
+        return {"count": 0, **dict.fromkeys(SUMMARY)}
+    q = np.quantile(a, [0.5, 0.1, 0.9, 0.25, 0.75])
+    return {"count": int(len(a)), **dict(zip(SUMMARY, map(float, [*q, a.min(), a.max()]), strict=True))}
 
 
 def _group(tasks: Iterable[TaskRun], key: Callable[[TaskRun], str]) -> list[dict[str, Any]]:
@@ -142,12 +135,7 @@ def print_report(report: dict[str, Any]) -> None:
             table.add_column(col, justify="left" if not col else "right")
         for row in report[key]:
             table.add_row(
-                row["key"],
-                str(row["count"]),
-                num(row["median"]),
-                num(row["p10"]),
-                num(row["p90"]),
-                num(row["planned_median"]),
+                row["key"], str(row["count"]), *(num(row[k]) for k in ("median", "p10", "p90", "planned_median"))
             )
         console.print(table)
     t, f, o, m = report["transfers"], report["failures"], report["overruns"], report["makespan"]

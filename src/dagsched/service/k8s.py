@@ -136,9 +136,7 @@ def node_view(node: Any, i: int) -> dict[str, Any]:
     """What a rule sees as `node`, from a v1.Node: allocatable is its free capacity."""
     if not isinstance(node, dict):
         raise ExtenderInputError(f"nodes.items[{i}]: expected an object")
-    meta = node.get("metadata") or {}
-    if not isinstance(meta, dict):
-        raise ExtenderInputError(f"nodes.items[{i}].metadata: expected an object")
+    meta = _meta(node, f"nodes.items[{i}]")
     name = meta.get("name")
     if not name:
         raise ExtenderInputError(f"nodes.items[{i}].metadata.name: missing")
@@ -202,6 +200,19 @@ def _reject_reason(node: dict[str, Any], task: dict[str, Any], rules: list[Rule]
     return f"dagsched: rule {rule.name} ({rule.expr}) fails" if rule else None
 
 
+def filter_result(
+    nodes: Any = None, nodenames: list[str] | None = None, failed: dict[str, str] | None = None, error: str = ""
+) -> dict[str, Any]:
+    """An ExtenderFilterResult."""
+    return {
+        "nodes": nodes,
+        "nodenames": nodenames,
+        "failedNodes": failed or {},
+        "failedAndUnresolvableNodes": {},
+        "error": error,
+    }
+
+
 def filter_nodes(args: Any, rules: list[Rule]) -> dict[str, Any]:
     """ExtenderFilterResult for the pod over the given nodes."""
     if not isinstance(args, dict):
@@ -209,7 +220,7 @@ def filter_nodes(args: Any, rules: list[Rule]) -> dict[str, Any]:
     task = pod_task(args.get("pod"))
     views, items, names = _nodes(args)
     if views is None:
-        return {"nodes": None, "nodenames": names, "failedNodes": {}, "failedAndUnresolvableNodes": {}, "error": ""}
+        return filter_result(nodenames=names)
     failed: dict[str, str] = {}
     kept: list[dict] = []
     for view, item in zip(views, items or [], strict=True):
@@ -218,13 +229,7 @@ def filter_nodes(args: Any, rules: list[Rule]) -> dict[str, Any]:
             kept.append(item)
         else:
             failed[view["id"]] = reason
-    return {
-        "nodes": {**args["nodes"], "items": kept},
-        "nodenames": None,
-        "failedNodes": failed,
-        "failedAndUnresolvableNodes": {},
-        "error": "",
-    }
+    return filter_result({**args["nodes"], "items": kept}, failed=failed)
 
 
 def prioritize(

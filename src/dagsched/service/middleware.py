@@ -62,7 +62,7 @@ class LimitsAndMetrics:
 
         declared = next((v for k, v in scope.get("headers") or () if k == b"content-length"), None)
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            await self._refuse(send, limit, status)
+            await self._answer(send, 413, str(_too_large(limit).detail), status)
             self._count(scope, status["code"])
             return
 
@@ -100,9 +100,6 @@ class LimitsAndMetrics:
                 raise
             await self._answer(send, err.status_code, str(err.detail), status)
         self._count(scope, status["code"])
-
-    async def _refuse(self, send: Send, limit: int, status: dict) -> None:
-        await self._answer(send, 413, f"body: request body is over the limit of {limit} bytes", status)
 
     async def _answer(self, send: Send, code: int, detail: str, status: dict) -> None:
         body = json.dumps({"detail": detail}).encode()

@@ -115,17 +115,13 @@ class Planner:
         self.metrics.calibration_factors.labels(kind="node").set(len(factors.node))
         return factors
 
-    def calibrate(self, wf: Any, nodes: list[NodeState], config: RuntimeConfig) -> tuple[Any, list[NodeState], Applied]:
-        """The workflow and nodes with calibrated runtimes, and what changed (for the evidence)."""
-        return calibrate(wf, nodes, self.factors(config))
-
     def plan(self, req: ScheduleRequest, config: RuntimeConfig) -> Planned:
         """Plan a /v1/schedule request."""
         try:
             wf = workflow_from_dict(req.workflow)
         except InputError as err:
             raise InputError(f"workflow.{err.field}".rstrip("."), err.fault) from None
-        wf, nodes, applied = self.calibrate(wf, req.nodes, config)
+        wf, nodes, applied = calibrate(wf, req.nodes, self.factors(config))
         return self.plan_workflow(wf, req, config, nodes=nodes, applied=applied)
 
     def plan_workflow(

@@ -16,7 +16,7 @@ from dagsched.io.native import native_field
 from dagsched.model import EPS as _EPS
 from dagsched.model import Cluster, CompiledProblem, Node, Problem, compile_problem
 from dagsched.model.errors import InputError, parse
-from dagsched.service.rules import Rule, failing_rule
+from dagsched.service.rules import TASK_ATTRS, Rule, failing_rule
 from dagsched.service.schemas import NodeState
 
 
@@ -39,16 +39,7 @@ def node_view(n: NodeState) -> dict[str, Any]:
 
 def task_view(task: Any) -> dict[str, Any]:
     """What a rule sees as `task`."""
-    return {
-        "id": task.id,
-        "runtime": task.runtime,
-        "cpu": task.cpu,
-        "mem": task.mem,
-        "gpu": task.gpu,
-        "priority": task.priority,
-        "critical": task.critical,
-        "labels": task.labels,
-    }
+    return {k: getattr(task, k) for k in TASK_ATTRS}
 
 
 def canonical_json(data: Any) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -313,7 +312,3 @@ def calibration_reader(store: Any, environment: str) -> Any:
         return [t for r in runs for t in r.tasks], sum(1 for r in runs if r.tasks)
 
     return read
-
-
-def since_epoch(window_s: float, now: float | None = None) -> float:
-    return (time.time() if now is None else now) - window_s

@@ -12,6 +12,7 @@ from typing import Any
 from dagsched.io import workflow_from_dict
 from dagsched.model import Edge, Task, Workflow
 from dagsched.model.errors import InputError
+from dagsched.service.calibration import calibrate
 from dagsched.service.chain import OVERRUN_RATIO, WhatRan, fold, overran
 from dagsched.service.config import RuntimeConfig
 from dagsched.service.metrics import ServiceMetrics
@@ -107,7 +108,7 @@ class Replanning:
         request = ScheduleRequest.model_validate(root["request"])
         # calibrated as a new plan would be (the running tasks' remaining time too), then cut to what is left
         wf = workflow_from_dict(request.workflow)
-        wf, calibrated_nodes, applied = self.planner.calibrate(wf, request.nodes, config)
+        wf, calibrated_nodes, applied = calibrate(wf, request.nodes, self.planner.factors(config))
         nodes = [n for n in calibrated_nodes if n.id not in ran.down]
         if not nodes:
             raise InputError("node", "every node of the plan is down: nothing can be re-planned")

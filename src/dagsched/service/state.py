@@ -213,9 +213,7 @@ class ServiceState:
             self.metrics.config_reloads.labels(outcome="rejected").inc()
             log.error("SIGHUP: config %s rejected, the live config stays: %s", path, err)
             return False
-        with self.changing:
-            self.set_config(config)
-            self.publish(config=True)
+        self.apply_config(config)
         self.canary.note(self.config)
         log.info("SIGHUP: config re-read from %s (published to every replica)", path)
         return True

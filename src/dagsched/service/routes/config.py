@@ -38,8 +38,6 @@ def put_config(state: State, body: dict[str, Any] = Body(...)) -> dict[str, Any]
     except InputError:
         state.metrics.config_reloads.labels(outcome="rejected").inc()
         raise
-    with state.changing:
-        state.set_config(config)
-        state.publish(config=True)  # every replica applies it within its sync interval
+    state.apply_config(config)  # every replica applies it within its sync interval
     state.canary.note(state.config)  # a canary started or set by hand is a step of it
     return state.config.model_dump()  # a canary it started has its id now

@@ -34,13 +34,7 @@ async def k8s_filter(request: Request, state: State) -> JSONResponse:
         if not isinstance(err, k8s.ExtenderInputError):
             log.exception("extender filter failed")
         state.metrics.count_k8s("filter", "error")
-        result = {
-            "nodes": None,
-            "nodenames": None,
-            "failedNodes": {},
-            "failedAndUnresolvableNodes": {},
-            "error": str(err),
-        }
+        result = k8s.filter_result(error=str(err))
     return JSONResponse(result)
 
 

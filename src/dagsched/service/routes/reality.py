@@ -9,7 +9,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query
 from starlette.concurrency import run_in_threadpool
 
-from dagsched.model.errors import InputError
 from dagsched.service.calibration import estimate
 from dagsched.service.gap import gap_report
 from dagsched.service.reality import read_runs
@@ -33,10 +32,7 @@ async def gap(
     plans with (`calibration`) beside those the runs in the window give (`window_calibration`)."""
     from dagsched.console import parse_duration
 
-    try:
-        window_s = parse_duration(since, "since")
-    except InputError:
-        raise
+    window_s = parse_duration(since, "since")
     environment = state.settings.environment if env is None else (None if env == "*" else env)
     config = state.config
     now = time.time()

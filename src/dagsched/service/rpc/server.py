@@ -117,16 +117,10 @@ def _struct(value: Any) -> Any:
 def _value(v: Any) -> Any:
     kind = v.WhichOneof("kind")
     if kind == "struct_value":
-        return {k: _value(x) for k, x in v.struct_value.fields.items()}
+        return _struct(v.struct_value)
     if kind == "list_value":
         return [_value(x) for x in v.list_value.values]
-    if kind == "number_value":
-        return v.number_value
-    if kind == "string_value":
-        return v.string_value
-    if kind == "bool_value":
-        return v.bool_value
-    return None
+    return getattr(v, kind) if kind in ("number_value", "string_value", "bool_value") else None
 
 
 def _task(t: pb.Task) -> dict[str, Any]:
