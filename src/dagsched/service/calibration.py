@@ -131,8 +131,7 @@ def estimate(
     settings: Any,
     now: float | None = None,
 ) -> Factors:
-    """Fit both factors to `observations` (from `runs` executed workflows) under `settings` (the runtime
-    config's `calibration`: min_runs, min_observations, shrinkage, half_life_s, enabled)."""
+    """Fit the factors to `observations` of `runs` executed workflows under the config's `calibration`."""
     now = time.time() if now is None else now
     out = Factors(
         runs=runs,
@@ -186,10 +185,7 @@ slow on that node); where one cell is all the evidence, its task name is blamed 
 def fit_l1(
     y: np.ndarray, w: np.ndarray, names: Sequence[str], nodes: Sequence[str], classes: dict[str, str]
 ) -> tuple[dict[str, float], dict[str, float], dict[tuple[str, str], float]]:
-    """Least absolute deviations with an L1 penalty: log s per node, log g per name, d per (name, class).
-
-    Each (name, node) cell is first its weighted median log-ratio (robust to a straggler), weighted by its
-    observations; then one linear program (HiGHS) fits `median = log s + log g + d` over the cells."""
+    """log s per node, log g per name, d per (name, class): one LP (HiGHS) over the cells' weighted medians."""
     from scipy.optimize import linprog
     from scipy.sparse import coo_matrix, hstack, identity
 
@@ -266,10 +262,7 @@ class Applied:
 
 
 def calibrate(workflow: Any, nodes: Sequence[Any], factors: Factors) -> tuple[Any, list[Any], Applied]:
-    """The workflow and nodes with calibrated runtimes (unchanged when the factors are not active).
-
-    A node's factor divides its speed; a task whose factor differs by node class, or which has per-node
-    costs already, gets per-node costs (declared time there x task factor x node factor)."""
+    """The workflow and nodes with calibrated runtimes (as they are when the factors are not active)."""
     applied = Applied(factors)
     if not factors.active:
         return workflow, list(nodes), applied
@@ -303,10 +296,7 @@ def calibrate(workflow: Any, nodes: Sequence[Any], factors: Factors) -> tuple[An
 
 
 class Calibrator:
-    """Keeps the factors of one service process. They are re-estimated from the store when older than the config's
-    `refresh_s` (events reach the store from every replica, so age is the only trigger), in a background thread:
-    a plan never waits for the fit (a second on 10,000 (task name, node) cells), it uses the factors of the last
-    one. Only the first estimate, and every one with `refresh_s: 0`, is made in the caller's thread."""
+    """The factors of one process, re-fitted in a background thread when older than `refresh_s`: no plan waits."""
 
     def __init__(self, read: Callable[[Any, float], tuple[list[Observation], int]]) -> None:
         """`read(settings, now)` -> (clean observations in the window, executed runs): `service.reality`."""

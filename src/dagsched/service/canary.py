@@ -49,8 +49,7 @@ def with_id(config: RuntimeConfig) -> RuntimeConfig:
 
 
 class ConfigPublisher(Protocol):
-    """How a step reaches every replica: the process's state applies a config, or serves a policy file, here and
-    publishes it through the store."""
+    """How a step reaches every replica: the state applies a config or serves a policy, and publishes it."""
 
     def apply_config(self, config: RuntimeConfig) -> None: ...
 
@@ -100,8 +99,7 @@ class CanaryController:
         return Route("candidate", LEARNED_SCHEDULER, c.id, self.candidate_models(c), self.breaker)
 
     def candidate_models(self, c: Canary) -> ModelManager:
-        """A ModelManager serving the candidate policy, loaded once per canary from the store (its `error` says
-        why not: a candidate that cannot plan falls back, and enough fallbacks roll it back)."""
+        """The candidate policy, loaded once per canary from the store (its `error` says why it could not)."""
         with self._lock:
             if self._models is not None and self._models[0] == c.id:
                 return self._models[1]
@@ -157,9 +155,7 @@ class CanaryController:
             self.evaluate(config)
 
     def stage_figures(self, c: Canary, fraction: float | None = None) -> dict[str, Any]:
-        """Per arm at one stage (default: the current one): plans, fallbacks, executed workflows, mean plan and
-        achieved makespans, mean achieved over the default's plan makespan with a 95 % interval; the paired plan
-        comparison where the shadow has both."""
+        """Per arm at one stage (default: the current one) the executed figures, and the paired plan comparison."""
         assert c.id is not None
         rows = self.runtime.canary_rows(c.id, c.fraction if fraction is None else fraction)
         plan_rows = {p["id"]: p for p in self.plans.by_ids([r["plan_id"] for r in rows])}
@@ -249,8 +245,7 @@ class CanaryController:
         return self.step(config, kind, to, reason, figures)
 
     def note(self, config: RuntimeConfig) -> None:
-        """Record what an operator's config change did to the canary: its start (a canary with no step yet), or a
-        stage set by hand (the fraction differs from where the last step left it)."""
+        """Record an operator's config change to the canary: its start, or a stage set by hand."""
         c = config.canary
         if c is None or c.id is None:
             return
@@ -313,8 +308,7 @@ class CanaryController:
         }
 
     def report(self, config: RuntimeConfig) -> dict[str, Any]:
-        """`/v1/canary/report`: the live canary (or none), its current stage's figures and verdict, and the steps
-        of the live or the last canary."""
+        """`/v1/canary/report`: the live canary, its stage's figures and verdict, the steps of the live or last one."""
         c = config.canary
         if c is not None and c.id is not None:
             figures = self.stage_figures(c)

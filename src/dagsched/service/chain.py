@@ -42,8 +42,7 @@ class WhatRan:
 
 
 def fold(events: Iterable[Mapping[str, Any]], planned: Mapping[str, Mapping[str, Any]]) -> WhatRan:
-    """Fold `events` (in time order) of a chain whose latest plan put each task on `planned[task]["node"]` (an event
-    that names no node happened where the task was planned, or where it ran)."""
+    """Fold a chain's `events` in time order; an event naming no node happened where the task was planned or ran."""
     ran = WhatRan()
     for e in events:
         kind, task, node, at = e["kind"], e["task"], e["node"], float(e["at"])

@@ -121,8 +121,7 @@ def worker_app() -> Any:
 
 
 def _run_workers(config: Any) -> None:
-    """uvicorn's process supervisor, except that SIGHUP goes on to every worker (each re-reads the config
-    in place and keeps its policy) where uvicorn would replace the workers."""
+    """uvicorn's supervisor, except that SIGHUP reaches every worker (each re-reads its config in place)."""
     from uvicorn.supervisors import Multiprocess
 
     class Workers(Multiprocess):

@@ -54,8 +54,7 @@ def known_scheduler(name: str | None) -> str | None:
 
 
 def needs_policy(name: str | None) -> bool:
-    """Whether the registered scheduler `name` plans with a learned policy (the service hands it the serving one,
-    behind the breaker and the deadline)."""
+    """Whether the registered scheduler `name` plans with a learned policy (the service hands it the serving one)."""
     from dagsched.schedulers import scheduler_class
 
     return name is not None and "policy" in scheduler_class(name).needs
@@ -207,8 +206,7 @@ def without_retired(data: Any) -> Any:
 
 
 def config_from_stored(data: Any, source: str = "the store") -> RuntimeConfig:
-    """A config kept from before (`source`: the store's serving row, a config file): validated as `config_from_dict`
-    does, less the retired keys (logged); nothing else is dropped, and the kept document is not rewritten."""
+    """A config kept from before (`source`), validated less the retired keys (logged), the document kept."""
     if isinstance(data, dict):
         for key in sorted(k for k in data if k in RETIRED_KEYS):
             log.warning("config from %s: dropped the retired setting %s (%s)", source, key, RETIRED_KEYS[key])

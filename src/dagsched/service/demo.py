@@ -109,9 +109,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def executed(client: httpx.Client, count: int) -> None:
-    """Plan `count` ML pipelines, run each on a simulated cluster that drifts from what it declares (node n3 30 %
-    slower, model training 1.5 x: `service.replay.DRIFT`) and report its events: the dashboard's Reality page and
-    /v1/gap show the gap, and the plans after the calibration floor are calibrated."""
+    """Plan and run `count` ML pipelines on a drifting simulated cluster (`replay.DRIFT`), reporting their events."""
     import os
 
     from dagsched.service.replay import DRIFT, drift_nodes, ml_pipeline, plan_and_run

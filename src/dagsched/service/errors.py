@@ -121,10 +121,7 @@ _WHY = {
 
 
 def document_errors(app: FastAPI, authorized: set[tuple[str, str]]) -> None:
-    """Make the OpenAPI spec say what the error answers are: one `Error` shape (not FastAPI's default validation
-    schema, which this service never sends) on every operation that can answer it: 400 and 422 where there is input,
-    413 and 415 where there is a body, 404 where there is a path parameter, 401 and 403 on the `authorized`
-    (path, method)s."""
+    """The spec's error answers in the one `Error` shape, on each operation that can give them."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema:

@@ -97,11 +97,7 @@ def read_logged_problems(
     outlier_bound: float = 10.0,
     reality: dict[str, Any] | None = None,
 ) -> tuple[list[LoggedProblem], list[str]]:
-    """First plans of `environment` newer than `since_s`, as compiled problems; also why some could not be rebuilt.
-
-    `runtimes="executed"`: each problem calibrated by the factors the environment's executed runs in the window
-    give, after their audit (LogRefused unless `allow_faults`); what was read goes into `reality`. Raises
-    InputError when the store has no such plan, naming the labels it does have."""
+    """First plans of `environment` newer than `since_s` as problems, and why some could not be rebuilt."""
     import sqlalchemy as sa
 
     from dagsched.io import workflow_from_dict
@@ -250,9 +246,7 @@ def run(
     current: Any = None,
     ship: Callable[[Path], str] | None = None,
 ) -> Outcome:
-    """Read, split, fine-tune, judge, ship. The model starts from `current` (a loaded model: the online runner's),
-    else `cfg.model` or the service's default policy; a winner goes to `ship(stem)` when given, else
-    to `http`, else stays in `out` (default `cfg.out`). `judge` is injectable for tests."""
+    """Read, split, fine-tune, judge and ship (to `ship`, else `http`, else `out`) from `current` or `cfg.model`."""
     from dagsched.policy.files import PolicyFileError
     from dagsched.policy.priority_net import load_priority_policy
     from dagsched.rl.priority_train import finetune

@@ -91,8 +91,7 @@ def print_refusal(err: LogRefused) -> None:
 
 
 def run_command(cfg: FinetuneConfig) -> None:
-    """`dagsched finetune` with its options as `cfg`: exit 0 whether or not it ships; 2 on bad input (options, store,
-    no plans for the label, an event log that fails its audit); 1 if an upload fails."""
+    """`dagsched finetune`: exit 0 whether or not it ships, 2 on bad input, 1 if an upload fails."""
     import httpx
     import typer
 

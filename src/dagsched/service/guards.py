@@ -23,8 +23,7 @@ class DeadlineExceeded(RuntimeError):
 
 
 class Timed(Scheduler):
-    """Wraps a scheduler: times each decision, notes which decision started each task, and enforces an optional
-    deadline on every decision (the learned planner's, which makes its whole plan in one)."""
+    """Times a scheduler's decisions, notes which started each task, and enforces an optional deadline on each."""
 
     def __init__(self, inner: Scheduler, deadline_s: float | None = None) -> None:
         super().__init__()

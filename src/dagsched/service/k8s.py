@@ -57,10 +57,7 @@ def _number(value: Any) -> float | None:
 
 
 def quantity(value: Any, field: str, owner: str = "") -> float:
-    """A Kubernetes resource quantity ("500m", "4", "16Gi", "1e3") as a number, at least 0 and finite.
-
-    `owner` (e.g. "container 'main', resource cpu") is added to the error, after the field and the fault.
-    """
+    """A Kubernetes resource quantity ("500m", "16Gi") as a number at least 0; the error names `owner` too."""
     number = _number(value)
     if number is not None:
         return number
@@ -235,10 +232,7 @@ def filter_nodes(args: Any, rules: list[Rule]) -> dict[str, Any]:
 def prioritize(
     args: Any, rules: list[Rule], planned_node: str | None, task: dict[str, Any] | None = None
 ) -> list[dict[str, Any]]:
-    """HostPriorityList: the planned node 10; others by estimated runtime on the node (faster is higher).
-
-    `task` is `pod_task(args["pod"])` when the caller has it already.
-    """
+    """HostPriorityList: the planned node 10; others by speed, with headroom as a tie-breaker."""
     if not isinstance(args, dict):
         raise ExtenderInputError("body: expected an ExtenderArgs object")
     if task is None:

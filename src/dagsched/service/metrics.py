@@ -15,12 +15,7 @@ _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 
 
 
 class RecentActivity:
-    """This process's last plans and decisions, for `GET /v1/stats` (the dashboard's overview).
-
-    Prometheus histograms answer "p99 over the last 5 minutes" only through a Prometheus server; the
-    overview must work without one, so the process keeps bounded windows of its own. Appends are atomic
-    under the GIL, and readers copy a window before they compute on it.
-    """
+    """This process's last plans and decisions, for `GET /v1/stats` without a Prometheus server."""
 
     def __init__(self, plans: int = 10_000, decisions: int = 5_000) -> None:
         self.started = time.time()

@@ -51,13 +51,7 @@ def _pid_alive(pid: int) -> bool:
 
 
 def clean_stale_uploads(model_dir: Path, now: float | None = None) -> list[str]:
-    """Remove the staging folders that uploads killed half-way left in `model_dir`; return their names.
-
-    Stale: made on this host by a process that is gone (or by this process's pid, which, starting, has no
-    upload of its own: a restarted container often gets its old pid back), or older than `STAGING_STALE_S`
-    whoever made it (another host's, or a folder named before the host and pid were part of the name). A
-    folder of a live process on this host that is younger is another worker's upload in progress: kept.
-    """
+    """Remove the staging folders of uploads killed half-way (of a gone process here, or stale)."""
     now = time.time() if now is None else now
     if not model_dir.is_dir():
         return []

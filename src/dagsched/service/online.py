@@ -67,8 +67,7 @@ class OnlineFinetuner:
         self._thread.start()
 
     def request(self, trigger: str) -> None:
-        """Ask for a run as soon as the thread can (when online fine-tuning is on, and for a skew trip when the last
-        run is older than SKEW_GAP_S)."""
+        """Ask for a run soon (a skew trip only when the last run is older than SKEW_GAP_S)."""
         if trigger == "skew" and time.monotonic() - self.last_run < SKEW_GAP_S:
             return
         if self.live_config().online_ft_interval is not None:

@@ -81,8 +81,7 @@ SCORE_KIND = "estimated finish time on the node in this plan's context, seconds 
 
 
 class Planner:
-    """Turns a ScheduleRequest into a Planned; holds the breaker, the skew monitor and the calibration of this
-    process, and asks the canary (when one is set) which arm a workflow is in."""
+    """Turns a ScheduleRequest into a Planned, with this process's breaker, skew monitor and calibration."""
 
     def __init__(
         self, models: Any, metrics: Any, environment: str, max_tasks: int, calibrator: Calibrator | None = None
@@ -137,8 +136,7 @@ class Planner:
         applied: Applied | None = None,
         arm: str | None = None,
     ) -> Planned:
-        """Plan `wf` on `nodes` (default `req.nodes`), already calibrated as `applied` says; a re-plan passes its
-        chain's root, pinned and avoided nodes, its start, and the canary arm its chain is in."""
+        """Plan `wf` on `nodes` (default `req.nodes`); a re-plan passes its chain's root, pins, start and arm."""
         t_start = time.perf_counter()
         route = None
         if req.scheduler is None and self.router is not None:
@@ -169,8 +167,7 @@ class Planner:
         node_states: list[NodeState],
         route: Route | None = None,
     ) -> Chosen:
-        """Run `requested` (round-robin while the skew monitor is on; the learned policy behind its breaker and
-        deadline); HEFT plans when it is missing, fails or is too slow, and the reason is kept."""
+        """Run `requested` (round-robin while the skew monitor is on); HEFT plans when it cannot, saying why."""
         notes: list[str] = []
         fallback_reason: str | None = None
         model_version: str | None = None
@@ -237,8 +234,7 @@ class Planner:
         offset_s: float,
         applied: Applied | None,
     ) -> list[dict[str, Any]]:
-        """The assignments in start order, each with its evidence (alternatives, rejections, terms, and what
-        calibration changed), in the request's time frame (`offset_s` after the chain's start)."""
+        """The assignments in start order with their evidence, `offset_s` after the chain's start."""
         ev = evidence(cp, result, allowed, why, SCORE_KIND)
         if offset_s:
             for e in ev.values():
@@ -347,8 +343,7 @@ class Planner:
                 m.arm_fallbacks.labels(arm=route.arm).inc()
 
     def plan_alone(self, cp: CompiledProblem, name: str, models: Any = None) -> RunResult | None:
-        """Another scheduler's plan of a problem already built (a shadow's, a canary's other arm); None when it
-        cannot plan it (it never affects the live answer)."""
+        """Another scheduler's plan of a built problem (a shadow's, a canary arm's); None when it cannot plan it."""
         if needs_policy(name):
             models = models or self.models
             if models.current is None:

@@ -64,8 +64,7 @@ class Planning:
         return tasks
 
     def shadow(self, planned: Planned, name: str) -> None:
-        """The shadow scheduler's plan of the same problem: its predicted makespan and cost stored beside the live
-        ones, and counted."""
+        """The shadow scheduler's plan of the same problem, stored beside the live one and counted."""
         live = planned.response
         if name == live["scheduler"]:
             return

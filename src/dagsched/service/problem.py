@@ -55,11 +55,7 @@ def build_problem(
     pins: dict[str, str] | None = None,
     avoid: dict[str, str] | None = None,
 ) -> tuple[CompiledProblem, np.ndarray, dict[tuple[int, int], str], list[dict[str, str]]]:
-    """The compiled problem on the nodes' free capacity, the allowed (task, node) matrix, why pairs are not.
-
-    `pins` keeps a task on one node (a running task, in a re-plan); `avoid` keeps a migrated task
-    off the node it overran on, unless no other node admits it.
-    """
+    """The compiled problem on free capacity, the allowed (task, node) matrix, and why pairs are not allowed."""
     pins, avoid = pins or {}, avoid or {}
     if len(workflow.tasks) > max_tasks:
         raise InputError("workflow.tasks", f"{len(workflow.tasks)} tasks is over this service's limit of {max_tasks}")

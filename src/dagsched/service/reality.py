@@ -249,8 +249,7 @@ def read_runs(
     outlier_bound: float = 10.0,
     now: float | None = None,
 ) -> RunLog:
-    """The newest `limit` executed runs planned at or after `since` (epoch seconds) in `environment` (None:
-    every label), audited."""
+    """The newest `limit` executed runs planned since `since` in `environment` (None: every label), audited."""
     rows = store.events.executed_roots(since, environment, limit)
     by_root = store.events.of_chains([r["id"] for r in rows])
     runs = [rebuild(r, by_root[r["id"]], outlier_bound) for r in rows]
@@ -266,9 +265,7 @@ def read_runs(
 
 
 class RunCache:
-    """The executed runs of one environment, kept between reads: a read fetches only the events stored since the
-    last one and rebuilds only their runs, so a service re-reading its window every few seconds does work in
-    proportion to what was reported meanwhile, not to the window."""
+    """One environment's runs, kept between reads: a read rebuilds only the runs with new events."""
 
     def __init__(self, store: Any, environment: str) -> None:
         self.store = store
@@ -303,8 +300,7 @@ class RunCache:
 
 
 def calibration_reader(store: Any, environment: str) -> Any:
-    """`read(settings, now)` for a `Calibrator`: this environment's clean observations in the window, and the
-    number of executed runs they come from (through a `RunCache`)."""
+    """A `Calibrator`'s `read(settings, now)`: clean observations in the window and their run count."""
     cache = RunCache(store, environment)
 
     def read(settings: Any, now: float) -> tuple[list[Observation], int]:

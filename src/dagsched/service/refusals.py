@@ -37,8 +37,7 @@ class Forbidden(Refused):
 
 
 def check_bearer(configured: str | None, header: str, where: str) -> None:
-    """A mutating call's `Authorization: Bearer <token>` (`header`) against the server's token; `where` says where
-    the caller puts it (a header, gRPC metadata)."""
+    """A mutating call's bearer `header` against the server's token; `where` says where the caller puts it."""
     import hmac
 
     if configured is None:

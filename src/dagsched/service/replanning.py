@@ -183,8 +183,7 @@ def _check_fields(body: EventRequest, tasks: set[str], node_ids: set[str]) -> No
 
 
 def _check_order(history: list[dict[str, Any]], ran: WhatRan, body: EventRequest) -> None:
-    """Events must arrive in time order and follow each task's life (started, then finished or overran; failed any
-    time before it finished): a late or impossible event would re-plan from a state that never was."""
+    """Events follow time and each task's life: a late or impossible one would re-plan a state that never was."""
     if history and body.at < history[-1]["at"] - 1e-9:
         last = history[-1]
         raise Conflict(

@@ -75,8 +75,7 @@ def placement(cp: CompiledProblem, assignments: list[Mapping[str, Any]]) -> Plac
 def execute(
     plan: Mapping[str, Any], request: Mapping[str, Any], truth: Truth, seed: int = 0
 ) -> tuple[list[dict[str, Any]], Trace, CompiledProblem]:
-    """Run `plan` (a /v1/schedule response) of `request` on the true times: the events to report, in the order
-    to send them (finishes before starts at one instant), the validated trace and the true problem."""
+    """Run `plan` of `request` on the true times: the events to report in order, the trace, the true problem."""
     cp = true_problem(request, truth)
     trace = replay_in_dagsched(cp, placement(cp, plan["assignments"]), SimConfig(noise_cv=truth.noise_cv), seed)
     report = validate_trace(cp, trace)
@@ -118,8 +117,7 @@ DRIFT = Truth(node_speed={"n3": 0.7}, task_factor={"model_training": 1.5})
 
 
 def drift_nodes() -> list[dict[str, Any]]:
-    """Four nodes of 4 cores and 16 GiB declaring speeds 1, 1.5, 1.5 and 2 (n3, the fastest on paper: under
-    `DRIFT` it really runs at 1.4, below n1 and n2), on 1 Gb/s links."""
+    """Four nodes declaring speeds 1, 1.5, 1.5 and 2 (under `DRIFT` n3 really runs at 1.4), 1 Gb/s links."""
     speeds = (1.0, 1.5, 1.5, 2.0)
     return [
         {"id": f"n{i}", "cpu": 4, "mem": 16, "speed": s, "bandwidth": 1.25e8, "price_per_hour": 0.5 + 0.5 * s}
@@ -128,8 +126,7 @@ def drift_nodes() -> list[dict[str, Any]]:
 
 
 def ml_pipeline(seed: int, trainings: int = 4) -> dict[str, Any]:
-    """A nightly ML pipeline whose runtimes vary with `seed`: ingest, two cleanings, features, `trainings`
-    model trainings (label program=model_training), an evaluation and a report."""
+    """A nightly ML pipeline whose runtimes vary with `seed`, with `trainings` model trainings."""
     import numpy as np
 
     rng = np.random.default_rng(seed)

@@ -110,8 +110,7 @@ class ServiceState:
             self.store.models.put_blob(c.sha256, c.version, weights.read_bytes(), c.meta)
 
     def _startup_publish(self) -> None:
-        """Publish this replica's model when the store serves none or another start-up's (a deploy), and its config
-        file if it has one; then adopt whatever the store serves."""
+        """Publish this replica's model and config file where the store has none of a deploy; then adopt it."""
         c = self.models.current
         if c is not None:
             self._keep_files(self.settings.model_path)
@@ -123,8 +122,7 @@ class ServiceState:
         self.sync()
 
     def publish(self, model_source: str | None = None, config: bool = False) -> None:
-        """After a change on this replica: publish it (the serving model when `model_source` is given, the config when
-        `config`), then sync (a change another replica made meanwhile is applied here too)."""
+        """Publish a change made here (the model with `model_source`, the config with `config`), then sync."""
         with self.changing:
             c = self.models.current
             sha = c.sha256 if model_source is not None and c is not None else None
@@ -232,8 +230,7 @@ class ServiceState:
         self.publish(model_source=source)
 
     def ping_store(self) -> str | None:
-        """Ping the store, recording the answer (`dagsched_store_up`, `dagsched_store_seconds`): None when it
-        answered, else what went wrong."""
+        """Ping the store, recording the answer: None when it answered, else what went wrong."""
         try:
             with self.metrics.store_ping.time():
                 self.store.ping()
@@ -244,8 +241,7 @@ class ServiceState:
         return None
 
     def ship_model(self, weights: bytes, metadata: bytes, source: str) -> LoadedModel:
-        """Validate and swap in a policy's files (an upload, a fine-tune's winner), keep them in the store and
-        publish them: every replica loads it. InputError (naming `weights` or `metadata`) leaves the model as it was."""
+        """Validate, swap in, keep in the store and publish a policy's files; InputError leaves the model as it was."""
         with self.changing:
             loaded = self.models.upload(weights, metadata)
             self.store.models.put_blob(loaded.sha256, loaded.version, weights, loaded.meta)

@@ -59,10 +59,7 @@ _NESTED = "a part is itself multipart; the form's parts are two files, `weights`
 
 
 def parse_multipart(content_type: str, body: bytes) -> dict[str, bytes]:
-    """Parts of a multipart/form-data body by field name (stdlib `email`; no extra dependency).
-
-    A part that is itself multipart is refused, however deep the nesting (the parser recurses per level: a
-    thousand levels exhaust Python's stack, and are refused the same way)."""
+    """Parts of a multipart/form-data body by name; a nested multipart part is refused, however deep."""
     if not content_type.lower().startswith("multipart/form-data") or "boundary=" not in content_type:
         raise InputError("body", "expected multipart/form-data with a `weights` file and a `metadata` file")
     try:

@@ -17,8 +17,7 @@ from dagsched.service.rpc import dagsched_pb2_grpc as pb_grpc
 
 
 def workflow_message(wf: dict[str, Any]) -> pb.Workflow:
-    """A native workflow dict (as /v1/schedule takes it) as a Workflow message; bare dependency ids become
-    Dependency messages, resources move onto the task."""
+    """A native workflow dict as a Workflow message (bare dependency ids as Dependency messages)."""
     msg = pb.Workflow(name=wf["name"], labels=wf.get("labels") or {})
     if wf.get("deadline") is not None:
         msg.deadline = wf["deadline"]
@@ -38,8 +37,7 @@ def workflow_message(wf: dict[str, Any]) -> pb.Workflow:
 
 
 def schedule_request(body: dict[str, Any]) -> pb.ScheduleRequest:
-    """A /v1/schedule JSON body as a ScheduleRequest message: a native workflow as a Workflow, any other document
-    (WfFormat) as a document."""
+    """A /v1/schedule JSON body as a ScheduleRequest (a document other than a native workflow as is)."""
     msg = pb.ScheduleRequest(scheduler=body.get("scheduler") or "")
     wf = body["workflow"]
     native = isinstance(wf, dict) and "tasks" in wf and "name" in wf and "specification" not in wf

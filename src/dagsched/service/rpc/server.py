@@ -38,9 +38,7 @@ _HTTP_CODES = {
 
 
 def _handler(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Run an RPC on the server's event loop thread (the planning it does is serialised by the planner's lock
-    anyway, and a thread hop per call cost more than it saved); turn the HTTP API's errors into their status codes,
-    and count every call by its code."""
+    """Run an RPC on the server's loop thread, answer the HTTP API's errors as status codes, and count it."""
     name = method.__name__
 
     @functools.wraps(method)
@@ -67,8 +65,7 @@ def _handler(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class Undecodable:
-    """What a request whose bytes do not decode arrives as (the RPC answers INVALID_ARGUMENT saying so): grpc
-    would answer UNKNOWN and log the parser's error as the server's own."""
+    """A request whose bytes do not decode: INVALID_ARGUMENT saying so, where grpc would answer UNKNOWN."""
 
     __slots__ = ("error", "message")
 

@@ -28,8 +28,7 @@ class Store:
     """The service's tables on one engine; reads and writes through its parts, each call one short transaction."""
 
     def __init__(self, url: str, create: bool = True) -> None:
-        """Open the store at `url`; `create` makes missing tables (the service), False only reads what is there
-        (a reader such as fine-tuning must not write to a store it was pointed at)."""
+        """Open the store at `url`; without `create` it only reads (a reader must not write to a store)."""
         self.url = normalise_url(url)
         self.engine = make_engine(url)
         self._checkpoints: tuple[threading.Thread, threading.Event] | None = None
@@ -53,12 +52,7 @@ class Store:
         self.engine.dispose()
 
     def start_checkpoints(self, interval_s: float = 0.2) -> None:
-        """SQLite file: copy the WAL into the database every `interval_s` from a background thread.
-
-        A PASSIVE checkpoint never blocks writers. Under steady writes it cannot reset the WAL (frames
-        arrive while it runs), so the threshold's checkpoint still falls to a commit now and then, but it
-        finds little left to copy.
-        """
+        """SQLite file: copy the WAL into the database every `interval_s` (PASSIVE: never blocks writers)."""
         if self.dialect != "sqlite" or in_memory(self.url) or self._checkpoints is not None:
             return
         stop = threading.Event()

@@ -38,8 +38,7 @@ class Events(Part):
         return out
 
     def executed_roots(self, since: float, environment: str | None, limit: int) -> list[dict[str, Any]]:
-        """The newest `limit` first plans created at or after `since` (of `environment`, or any) that have events:
-        id, workflow, scheduler, environment, created_at, makespan, request, response."""
+        """The newest `limit` first plans since `since` (of `environment`, or any) that have events."""
         has_events = sa.exists().where(events.c.root_id == plans.c.id)
         q = sa.select(
             plans.c.id, plans.c.workflow, plans.c.scheduler, plans.c.environment, plans.c.created_at,

@@ -52,9 +52,7 @@ class Plans(Part):
         limit: int = 50,
         offset: int = 0,
     ) -> tuple[builtins.list[dict[str, Any]], int]:
-        """The newest plans matching the filters (without their request and response), and how many match.
-
-        `text` matches a substring of the workflow's name or the start of the plan's id."""
+        """The newest plans matching the filters, without request and response, and how many match."""
         cols = [c for c in plans.c if c.name not in ("request", "response")]
         where = []
         if text:
@@ -107,8 +105,7 @@ class Plans(Part):
         return self._rows(q)
 
     def first_plans(self, environment: str, since: float, limit: int) -> builtins.list[dict[str, Any]]:
-        """The newest `limit` first plans (not re-plans) labelled `environment` created at or after `since`:
-        id, workflow, created_at and the request they answered (what fine-tuning re-builds)."""
+        """The newest `limit` first plans labelled `environment` since `since`, with their requests."""
         q = (
             sa.select(plans.c.id, plans.c.workflow, plans.c.created_at, plans.c.request)
             .where(plans.c.environment == environment, plans.c.id == plans.c.root_id, plans.c.created_at >= since)
