@@ -62,14 +62,10 @@ class Observation:
 class Factor:
     """A multiplier of predicted runtimes and what it rests on."""
 
-    value: float
-    """applied to predictions (after shrinkage)"""
-    raw: float
-    """the fitted multiplier before shrinkage"""
-    count: int
-    """observations"""
-    weight: float
-    """their decayed weight"""
+    value: float  # applied to predictions (after shrinkage)
+    raw: float  # the fitted multiplier before shrinkage
+    count: int  # observations
+    weight: float  # their decayed weight
 
 
 @dataclass
@@ -177,9 +173,7 @@ def estimate(
 
 
 PENALTY = {"node": 0.6, "name": 0.5, "cell": 1.0}
-"""L1 penalty per unit of log factor, in observations' weight: among explanations that fit the data alike, the
-fit takes the one with the fewest and smallest factors (a node slow for every task, rather than every task
-slow on that node); where one cell is all the evidence, its task name is blamed rather than its node."""
+"""L1 penalty per unit of log factor: of explanations that fit alike, the one with the fewest, smallest factors."""
 
 
 def fit_l1(

@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 OVERRUN_RATIO = 2.0
-"""A task that has run more than this many times its predicted time has overrun: `task_overran` past it migrates the
-task (the rollback coordinator's rule), and the gap report counts the tasks past it."""
+"""A task past this many times its predicted time has overrun: `task_overran` migrates it; the gap report counts it."""
 
 
 def overran(elapsed_s: float, predicted_s: float) -> bool:
@@ -30,8 +29,7 @@ class WhatRan:
     avoid: dict[str, str] = field(default_factory=dict)
     """task -> the node it was migrated off (an overrun past the rule)"""
     started: int = 0
-    failed: int = 0
-    """attempts that ended without finishing: the task failed, or its node went down under it"""
+    failed: int = 0  # attempts that ended without finishing: the task failed, or its node went down under it
     overran: int = 0
     unstarted_finishes: list[tuple[str, float]] = field(default_factory=list)
     """(task, at) of each `task_finished` with no start before it (a fault of the log)"""

@@ -34,14 +34,11 @@ log = logging.getLogger("dagsched.service")
 
 
 DEFAULT_SCHEDULER = "sampling"
-"""The default scheduler: priority sampling around HEFT's upward rank, no network on the planning path (the learned
-scores sample no shorter plans on held-out problems: docs/planner.md, "Where the network stands")."""
+"""HEFT's rank sampled, no network: the learned scores plan no shorter (docs/planner.md, "Where the network stands")."""
 LEARNED_SCHEDULER = "drl"
 """The one a model-version canary plans with, and the default once such a canary is promoted: the learned planner."""
-FALLBACK_SCHEDULER = "heft"
-"""Plans when the chosen scheduler is missing, fails or is too slow."""
-SKEW_SCHEDULER = "round_robin"
-"""Places tasks while the load-skew monitor is on."""
+FALLBACK_SCHEDULER = "heft"  # Plans when the chosen scheduler is missing, fails or is too slow.
+SKEW_SCHEDULER = "round_robin"  # Places tasks while the load-skew monitor is on.
 
 
 def known_scheduler(name: str | None) -> str | None:
@@ -195,9 +192,7 @@ def config_from_dict(data: Any) -> RuntimeConfig:
 
 
 RETIRED_KEYS = {"temperature": "it applied only to the per-decision policy, which is no longer served"}
-"""Settings older releases had and this one has not, with why. A config kept from before (the store's serving row, an
-operator's config file) still loads without them, and the log says which were dropped; `PUT /v1/config` naming one
-is refused, naming it (a client sending it now is told at once)."""
+"""Settings older releases had, with why: a kept config loads without them (logged); `PUT /v1/config` refuses them."""
 
 
 def without_retired(data: Any) -> Any:

@@ -13,8 +13,7 @@ from dagsched.service.calibration import Factors
 from dagsched.service.chain import OVERRUN_RATIO, overran
 from dagsched.service.reality import RunLog, TaskRun
 
-POINTS = 500
-"""Newest runs drawn in the plan-vs-achieved scatter."""
+POINTS = 500  # Newest runs drawn in the plan-vs-achieved scatter.
 
 SUMMARY = ("median", "p10", "p90", "p25", "p75", "min", "max")
 

@@ -16,8 +16,7 @@ UPLOAD_PATH = "/v1/model/weights"
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})  # others count as "other"
 
 MAX_JSON_DEPTH = 64
-"""Arrays and objects a JSON body may nest (the deepest request the API defines nests 6); Python's parser itself
-gives up, unhelpfully, at about a thousand."""
+"""Arrays and objects a JSON body may nest (the API's deepest nests 6; Python's parser fails at about 1,000)."""
 _JSON_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"')  # possessive: linear on any input
 
 

@@ -29,9 +29,7 @@ PER_DECISION_FORMAT = "dagsched-policy"
 """The format of the per-decision policy files older releases wrote: named when such a file is refused."""
 
 STAGING_PREFIX = ".upload-"
-"""An upload is validated in a staging folder of the model folder, `.upload-<host>-<pid>-<random>`, removed
-when the upload ends; one left by a process killed half-way is removed at the next start-up
-(`clean_stale_uploads`)."""
+"""An upload is validated in `.upload-<host>-<pid>-<random>` of the model folder (`clean_stale_uploads`)."""
 STAGING_STALE_S = 900.0
 """A staging folder older than this is left over whoever made it: validating an upload takes seconds."""
 

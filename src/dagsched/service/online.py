@@ -26,8 +26,7 @@ log = logging.getLogger("dagsched.service")
 LEASE = "online-finetune"
 POLL_S = 1.0
 SKEW_GAP_S = 600.0
-"""A load-skew trip starts a run only when the last one ended at least this long ago (a skewed cluster trips the
-monitor again and again)."""
+"""A load-skew trip starts a run only this long after the last one (a skewed cluster trips again and again)."""
 
 
 class OnlineFinetuner:
@@ -49,15 +48,12 @@ class OnlineFinetuner:
         self.runtime = runtime
         self.metrics = metrics
         self.live_config = live_config
-        self.serving = serving
-        """the policy this replica serves now"""
-        self.ship_model = ship_model
-        """validates, swaps in and publishes a policy's files (weights, metadata, source)"""
+        self.serving = serving  # the policy this replica serves now
+        self.ship_model = ship_model  # validates, swaps in and publishes a policy's files (weights, metadata, source)
         self.store_url = store_url
         self.environment = environment
         self.model_dir = model_dir
-        self.judge = evaluate
-        """how old and new are compared on held-out problems (replaceable in tests)"""
+        self.judge = evaluate  # how old and new are compared on held-out problems (replaceable in tests)
         self.holder = uuid.uuid4().hex
         self.last_run = time.monotonic()
         self._pending: str | None = None

@@ -44,8 +44,7 @@ class Chosen:
     used: str
     fallback_reason: str | None
     model_version: str | None
-    task_latency_s: np.ndarray
-    """per task index: the latency of the decision that started it"""
+    task_latency_s: np.ndarray  # per task index: the latency of the decision that started it
     inference_s: list[float]
     notes: list[str]
 
@@ -54,12 +53,10 @@ class Chosen:
 class Route:
     """Where a canary sends one workflow: its arm, and who plans it there."""
 
-    arm: str
-    """`default` or `candidate`"""
+    arm: str  # `default` or `candidate`
     scheduler: str
     canary_id: str
-    models: Any = None
-    """the policy of a model-version candidate (a ModelManager); None: the serving one"""
+    models: Any = None  # the policy of a model-version candidate (a ModelManager); None: the serving one
     breaker: Breaker | None = None
 
 

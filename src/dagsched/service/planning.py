@@ -39,9 +39,7 @@ class Planning:
         self.max_nodes = max_nodes
         self.record_canary = record_canary
         self.lock = lock
-        """One plan at a time per process: planning is CPU-bound Python (threads add no speed under the GIL), and
-        plans interleaved on the threadpool each take longer; a learned policy's decisions then miss their deadline
-        and fall back to HEFT. Run more processes (`serve --workers`) for throughput."""
+        """One plan at a time per process: interleaved plans gain nothing under the GIL and miss their deadlines."""
 
     def plan(self, body: ScheduleRequest, config: RuntimeConfig) -> tuple[Planned, bytes]:
         """Plan, encode the response once (as the schema checks it), store the plan with that same text."""

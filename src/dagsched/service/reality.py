@@ -30,8 +30,7 @@ class TaskRun(Observation):
     task: str
     start_s: float
     finish_s: float
-    planned_s: float | None
-    """what the run's first plan predicted for it on that node (None: it ran elsewhere)"""
+    planned_s: float | None  # what the run's first plan predicted for it on that node (None: it ran elsewhere)
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,7 @@ class Truth:
     """node id -> true speed / declared speed (0.7: 30 % slower than it says)"""
     task_factor: Mapping[str, float] = field(default_factory=dict)
     """task name (`calibration.task_name`) -> true runtime / declared runtime"""
-    noise_cv: float = 0.0
-    """coefficient of variation of the lognormal noise on every runtime (hidden from the planner)"""
+    noise_cv: float = 0.0  # coefficient of variation of the lognormal noise on every runtime (hidden from the planner)
 
     def true_exec_s(self, task: Any, node: Any) -> float:
         """The expected true runtime of `task` on `node` (a NodeState), noise aside."""

@@ -25,8 +25,7 @@ _CONFIG_BODY = {
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RuntimeConfig"}}},
     }
 }
-"""The body is read as a dict and validated by `config_from_dict` (so a refusal is counted); the spec says its
-shape, which is RuntimeConfig's (no other keys)."""
+"""The body is validated by `config_from_dict` (a refusal is counted); the spec says its shape, RuntimeConfig's."""
 
 
 @router.put("/v1/config", response_model=RuntimeConfig, dependencies=[Authorized, JSONBody], openapi_extra=_CONFIG_BODY)

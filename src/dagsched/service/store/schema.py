@@ -128,8 +128,7 @@ canary = sa.Table(
     sa.Column("environment", sa.String(64), nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
 )
-"""One row per first plan made while a canary ran: its arm, its makespan, and the other arm's plan of the same
-problem (None when that one could not plan it)."""
+"""One row per first plan made while a canary ran: its arm, makespan, and the other arm's plan of the problem."""
 
 canary_steps = sa.Table(
     "canary_steps",
