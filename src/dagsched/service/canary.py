@@ -14,6 +14,7 @@ import math
 import threading
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -56,30 +57,22 @@ class ConfigPublisher(Protocol):
     def serve_model(self, stem: Path, source: str) -> None: ...
 
 
+@dataclass(eq=False)
 class CanaryController:
     """Routes workflows to arms, records canary plans, judges stages and takes the steps, for one replica."""
 
-    def __init__(
-        self,
-        planner: Planner,
-        plan_lock: threading.Lock,
-        stores: tuple[Plans, Events, Models, Runtime],
-        metrics: ServiceMetrics,
-        live_config: Callable[[], RuntimeConfig],
-        publisher: ConfigPublisher,
-        model_dir: Path,
-        max_upload_bytes: int,
-        environment: str,
-    ) -> None:
-        self.planner = planner
-        self.plan_lock = plan_lock
-        self.plans, self.events, self.model_store, self.runtime = stores
-        self.metrics = metrics
-        self.live_config = live_config
-        self.publisher = publisher
-        self.model_dir = model_dir
-        self.max_upload_bytes = max_upload_bytes
-        self.environment = environment
+    planner: Planner
+    plan_lock: threading.Lock
+    stores: tuple[Plans, Events, Models, Runtime]
+    metrics: ServiceMetrics
+    live_config: Callable[[], RuntimeConfig]
+    publisher: ConfigPublisher
+    model_dir: Path
+    max_upload_bytes: int
+    environment: str
+
+    def __post_init__(self) -> None:
+        self.plans, self.events, self.model_store, self.runtime = self.stores
         self.breaker = Breaker()
         """the model-version candidate's own breaker (a scheduler candidate that needs a policy uses the planner's)"""
         self._models: tuple[str, ModelManager] | None = None

@@ -10,6 +10,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,30 +30,21 @@ SKEW_GAP_S = 600.0
 """A load-skew trip starts a run only this long after the last one (a skewed cluster trips again and again)."""
 
 
+@dataclass(eq=False)
 class OnlineFinetuner:
     """The online fine-tunes of one replica."""
 
-    def __init__(
-        self,
-        leases: Leases,
-        runtime: Runtime,
-        metrics: ServiceMetrics,
-        live_config: Callable[[], RuntimeConfig],
-        serving: Callable[[], LoadedModel | None],
-        ship_model: Callable[[bytes, bytes, str], LoadedModel],
-        store_url: str,
-        environment: str,
-        model_dir: Path,
-    ) -> None:
-        self.leases = leases
-        self.runtime = runtime
-        self.metrics = metrics
-        self.live_config = live_config
-        self.serving = serving  # the policy this replica serves now
-        self.ship_model = ship_model  # validates, swaps in and publishes a policy's files (weights, metadata, source)
-        self.store_url = store_url
-        self.environment = environment
-        self.model_dir = model_dir
+    leases: Leases
+    runtime: Runtime
+    metrics: ServiceMetrics
+    live_config: Callable[[], RuntimeConfig]
+    serving: Callable[[], LoadedModel | None]  # the policy this replica serves now
+    ship_model: Callable[[bytes, bytes, str], LoadedModel]  # validates, swaps in and publishes a policy's files
+    store_url: str
+    environment: str
+    model_dir: Path
+
+    def __post_init__(self) -> None:
         self.judge = evaluate  # how old and new are compared on held-out problems (replaceable in tests)
         self.holder = uuid.uuid4().hex
         self.last_run = time.monotonic()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 
 from pydantic import TypeAdapter
@@ -21,25 +22,17 @@ from dagsched.service.store.plans import Plans
 _PLAN = TypeAdapter(PlanResponse)
 
 
+@dataclass(eq=False)
 class Planning:
     """Plans and their records, for one process."""
 
-    def __init__(
-        self,
-        planner: Planner,
-        plans: Plans,
-        metrics: ServiceMetrics,
-        max_nodes: int,
-        lock: threading.Lock,
-        record_canary: Callable[[Planned, RuntimeConfig], None],
-    ) -> None:
-        self.planner = planner
-        self.plans = plans
-        self.metrics = metrics
-        self.max_nodes = max_nodes
-        self.record_canary = record_canary
-        self.lock = lock
-        """One plan at a time per process: interleaved plans gain nothing under the GIL and miss their deadlines."""
+    planner: Planner
+    plans: Plans
+    metrics: ServiceMetrics
+    max_nodes: int
+    lock: threading.Lock
+    """One plan at a time per process: interleaved plans gain nothing under the GIL and miss their deadlines."""
+    record_canary: Callable[[Planned, RuntimeConfig], None]
 
     def plan(self, body: ScheduleRequest, config: RuntimeConfig) -> tuple[Planned, bytes]:
         """Plan, encode the response once (as the schema checks it), store the plan with that same text."""

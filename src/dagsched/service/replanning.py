@@ -7,6 +7,7 @@ overrun or stranded task is re-planned from the event's time on, as a new revisi
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from dagsched.io import workflow_from_dict
@@ -23,23 +24,15 @@ from dagsched.service.store.events import Events
 from dagsched.service.store.plans import Plans
 
 
+@dataclass(eq=False)
 class Replanning:
     """Events of plan chains, on the store's plans and events, re-planned by the process's planner."""
 
-    def __init__(
-        self,
-        plans: Plans,
-        events: Events,
-        planner: Planner,
-        metrics: ServiceMetrics,
-        on_canary_workflow_done: Callable[[], object],
-    ) -> None:
-        self.plans = plans
-        self.events = events
-        self.planner = planner
-        self.metrics = metrics
-        self.on_canary_workflow_done = on_canary_workflow_done
-        """called when a workflow of the live canary has finished (the canary judges its stage)"""
+    plans: Plans
+    events: Events
+    planner: Planner
+    metrics: ServiceMetrics
+    on_canary_workflow_done: Callable[[], object]  # a workflow of the live canary finished: it judges its stage
 
     def apply(self, body: EventRequest, config: RuntimeConfig) -> dict[str, Any]:
         """Record `body` on its plan's chain; re-plan the affected tasks; the assignments that changed."""
