@@ -23,6 +23,11 @@ _PLANNED_NODE = (
 )
 
 
+def _equal(pairs: Iterable[tuple[Any, Any]]) -> builtins.list[Any]:
+    """`column == value` for each pair whose value is given (not None): the filters a caller set."""
+    return [column == value for column, value in pairs if value is not None]
+
+
 class Plans(Part):
     """Reads and writes of `plans`, `decisions` and `shadow`; every method is one short transaction."""
 
@@ -60,12 +65,7 @@ class Plans(Part):
             where.append(
                 sa.or_(plans.c.workflow.ilike(f"%{pattern}%", escape="\\"), plans.c.id.like(f"{pattern}%", escape="\\"))
             )
-        if workflow is not None:
-            where.append(plans.c.workflow == workflow)
-        if scheduler is not None:
-            where.append(plans.c.scheduler == scheduler)
-        if fallback is not None:
-            where.append(plans.c.fallback == fallback)
+        where += _equal(((plans.c.workflow, workflow), (plans.c.scheduler, scheduler), (plans.c.fallback, fallback)))
         q = sa.select(*cols).where(*where).order_by(plans.c.created_at.desc(), plans.c.id).limit(limit).offset(offset)
         with self.engine.connect() as conn:
             rows = [dict(r) for r in conn.execute(q).mappings()]
@@ -92,17 +92,10 @@ class Plans(Part):
             .order_by(decisions.c.id.desc())
             .limit(limit)
         )
-        if workflow is not None:
-            q = q.where(decisions.c.workflow == workflow)
-        if plan_id is not None:
-            q = q.where(decisions.c.plan_id == plan_id)
-        if scheduler is not None:
-            q = q.where(decisions.c.scheduler == scheduler)
-        if model_version is not None:
-            q = q.where(decisions.c.model_version == model_version)
-        if fallback is not None:
-            q = q.where(plans.c.fallback == fallback)
-        return self._rows(q)
+        c = decisions.c
+        pairs = [(c.workflow, workflow), (c.plan_id, plan_id), (c.scheduler, scheduler)]
+        pairs += [(c.model_version, model_version), (plans.c.fallback, fallback)]
+        return self._rows(q.where(*_equal(pairs)))
 
     def first_plans(self, environment: str, since: float, limit: int) -> builtins.list[dict[str, Any]]:
         """The newest `limit` first plans labelled `environment` since `since`, with their requests."""
