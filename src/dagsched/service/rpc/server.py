@@ -120,26 +120,24 @@ def _value(v: Any) -> Any:
     return getattr(v, kind) if kind in ("number_value", "string_value", "bool_value") else None
 
 
+def _given(msg: Any, out: dict[str, Any], optional: tuple[str, ...], maps: tuple[str, ...] = ()) -> dict[str, Any]:
+    """`out` with the `optional` fields `msg` has set and its `maps` that are not empty."""
+    out.update({k: getattr(msg, k) for k in optional if msg.HasField(k)})
+    out.update({k: dict(getattr(msg, k)) for k in maps if getattr(msg, k)})
+    return out
+
+
 def _task(t: pb.Task) -> dict[str, Any]:
     """A Task message as the native format's task."""
-    resources: dict[str, Any] = {"mem": t.mem, "gpu": t.gpu}
-    if t.HasField("cpu"):
-        resources["cpu"] = t.cpu
     out: dict[str, Any] = {
         "id": t.id,
         "runtime": t.runtime,
-        "resources": resources,
+        "resources": _given(t, {"mem": t.mem, "gpu": t.gpu}, ("cpu",)),
         "dependencies": [{"task": d.task, "data": d.data} for d in t.dependencies],
         "priority": t.priority,
         "critical": t.critical,
     }
-    if t.HasField("deadline"):
-        out["deadline"] = t.deadline
-    if t.labels:
-        out["labels"] = dict(t.labels)
-    if t.costs:
-        out["costs"] = dict(t.costs)
-    return out
+    return _given(t, out, ("deadline",), ("labels", "costs"))
 
 
 def _workflow(request: pb.ScheduleRequest) -> dict[str, Any]:
@@ -150,25 +148,14 @@ def _workflow(request: pb.ScheduleRequest) -> dict[str, Any]:
     if which is None:
         raise InputError("workflow", "required: a Workflow, or a document (native or WfFormat)")
     w = request.workflow
-    out: dict[str, Any] = {"name": w.name, "tasks": [_task(t) for t in w.tasks]}
-    if w.HasField("deadline"):
-        out["deadline"] = w.deadline
-    if w.labels:
-        out["labels"] = dict(w.labels)
-    return out
+    return _given(w, {"name": w.name, "tasks": [_task(t) for t in w.tasks]}, ("deadline",), ("labels",))
 
 
 def _node(n: pb.NodeState) -> dict[str, Any]:
     out: dict[str, Any] = {"id": n.id, "cpu": n.cpu, "mem": n.mem, "gpu": n.gpu, "price_per_hour": n.price_per_hour}
-    if n.HasField("speed"):
-        out["speed"] = n.speed
-    if n.HasField("bandwidth"):
-        out["bandwidth"] = n.bandwidth
     if n.HasField("free"):
         out["free"] = {"cpu": n.free.cpu, "mem": n.free.mem, "gpu": n.free.gpu}
-    if n.labels:
-        out["labels"] = dict(n.labels)
-    return out
+    return _given(n, out, ("speed", "bandwidth"), ("labels",))
 
 
 def plan_message(r: dict[str, Any]) -> pb.Plan:
@@ -293,10 +280,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     @_handler
     def ReportEvent(self, request: pb.Event, context: grpc.aio.ServicerContext) -> pb.EventReply:  # noqa: N802
         self._authorize(context)
-        data: dict[str, Any] = {"plan_id": request.plan_id, "kind": request.kind, "at": request.at}
-        for key in ("task", "node", "elapsed_s"):
-            if request.HasField(key):
-                data[key] = getattr(request, key)
+        data = {"plan_id": request.plan_id, "kind": request.kind, "at": request.at}
+        data = _given(request, data, ("task", "node", "elapsed_s"))
         out = self.state.replanning.apply(parse(EventRequest, data), self.state.config)
         msg = pb.EventReply(
             plan_id=out["plan_id"],
