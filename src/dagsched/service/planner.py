@@ -68,12 +68,11 @@ class Planned:
     plan_row: dict[str, Any]
     decision_rows: list[dict[str, Any]]
     cp: CompiledProblem
-    allowed: np.ndarray
-    decision_latency_s: list[float]
-    inference_s: list[float]
     route: Route | None = None
 
 
+_PLAN_COLUMNS = ("root_id", "workflow", "scheduler", "fallback", "fallback_reason", "makespan", "cost", "model_version")
+"""What a plan's row keeps of its response."""
 SCORE_KIND = "estimated finish time on the node in this plan's context, seconds (lower wins; HEFT's EFT)"
 
 
@@ -145,16 +144,47 @@ class Planner:
         )
         chosen = self.choose_and_run(cp, requested, config, req.nodes, route)
         assignments = self.gather_evidence(cp, chosen.result, allowed, why, offset_s, applied)
-        latency_s = time.perf_counter() - t_start
-        self._observe(chosen, latency_s, route)
-        planned = self.build_records(
-            wf, req, requested, config, cp, allowed, chosen, assignments, rejected_nodes, root_id, offset_s, applied
-        )
-        planned.route = route
+        self._observe(chosen, time.perf_counter() - t_start, route)
+        # the response, the plan's row and one row per decision (each with its own decision's latency)
+        result, plan_id = chosen.result, uuid.uuid4().hex
+        response = {
+            "plan_id": plan_id,
+            "scheduler": chosen.used,
+            "fallback": chosen.fallback_reason is not None,
+            "makespan": result.metrics.makespan + offset_s,
+            "cost": result.metrics.cost,
+            "assignments": assignments,
+            "fallback_reason": chosen.fallback_reason,
+            "requested_scheduler": requested,
+            "workflow": wf.name,
+            "model_version": chosen.model_version,
+            "objective": plan_objective(cp, result.trace, result.metrics, req.weights or config.reward_weights),
+            "rejected_nodes": rejected_nodes,
+            "notes": chosen.notes,
+            "root_id": root_id or plan_id,
+            "calibration": applied.summary() if applied is not None else None,
+        }
+        request_text = canonical_json(req.model_dump(mode="json"))  # digested and stored as it is: encoded once
+        kept = {"environment": self.environment, "input_digest": hashlib.sha256(request_text.encode()).hexdigest()}
+        plan_row = {"id": plan_id, **{k: response[k] for k in _PLAN_COLUMNS}, **kept}
+        plan_row |= {"request": EncodedJSON(request_text), "response": response}
+        index = {tid: i for i, tid in enumerate(cp.task_ids)}
+        rows = [
+            {
+                "plan_id": plan_id,
+                "workflow": wf.name,
+                **{k: x[k] for k in ("task", "node", "start", "finish")},
+                "scores": x["evidence"]["alternatives"],
+                "scheduler": chosen.used,
+                "latency_ms": 1e3 * float(chosen.task_latency_s[index[x["task"]]]),
+                "model_version": chosen.model_version,
+                **kept,
+            }
+            for x in assignments
+        ]
         if route is not None:
-            planned.response["arm"] = route.arm
-            planned.response["canary"] = route.canary_id
-        return planned
+            response |= {"arm": route.arm, "canary": route.canary_id}
+        return Planned(response, plan_row, rows, cp, route)
 
     def choose_and_run(
         self,
@@ -249,79 +279,6 @@ class Planner:
                 {"task": task, "node": node, "start": a.start + offset_s, "finish": a.end + offset_s, "evidence": e}
             )
         return assignments
-
-    def build_records(
-        self,
-        wf: Any,
-        req: ScheduleRequest,
-        requested: str,
-        config: RuntimeConfig,
-        cp: CompiledProblem,
-        allowed: np.ndarray,
-        chosen: Chosen,
-        assignments: list[dict[str, Any]],
-        rejected_nodes: list[dict[str, str]],
-        root_id: str | None,
-        offset_s: float,
-        applied: Applied | None,
-    ) -> Planned:
-        """The response, the plan's row and one row per decision (each with its own decision's latency)."""
-        result = chosen.result
-        plan_id = uuid.uuid4().hex
-        fallback = chosen.fallback_reason is not None
-        response = {
-            "plan_id": plan_id,
-            "scheduler": chosen.used,
-            "fallback": fallback,
-            "makespan": result.metrics.makespan + offset_s,
-            "cost": result.metrics.cost,
-            "assignments": assignments,
-            "fallback_reason": chosen.fallback_reason,
-            "requested_scheduler": requested,
-            "workflow": wf.name,
-            "model_version": chosen.model_version,
-            "objective": plan_objective(cp, result.trace, result.metrics, req.weights or config.reward_weights),
-            "rejected_nodes": rejected_nodes,
-            "notes": chosen.notes,
-            "root_id": root_id or plan_id,
-            "calibration": applied.summary() if applied is not None else None,
-        }
-        request_text = canonical_json(req.model_dump(mode="json"))  # digested and stored as it is: encoded once
-        in_digest = hashlib.sha256(request_text.encode()).hexdigest()
-        plan_row = {
-            "id": plan_id,
-            "root_id": root_id or plan_id,
-            "workflow": wf.name,
-            "scheduler": chosen.used,
-            "fallback": fallback,
-            "fallback_reason": chosen.fallback_reason,
-            "makespan": response["makespan"],
-            "cost": result.metrics.cost,
-            "model_version": chosen.model_version,
-            "environment": self.environment,
-            "input_digest": in_digest,
-            "request": EncodedJSON(request_text),
-            "response": response,
-        }
-        index = {tid: i for i, tid in enumerate(cp.task_ids)}
-        rows = [
-            {
-                "plan_id": plan_id,
-                "workflow": wf.name,
-                "task": x["task"],
-                "node": x["node"],
-                "start": x["start"],
-                "finish": x["finish"],
-                "scores": x["evidence"]["alternatives"],
-                "input_digest": in_digest,
-                "scheduler": chosen.used,
-                "latency_ms": 1e3 * float(chosen.task_latency_s[index[x["task"]]]),
-                "model_version": chosen.model_version,
-                "environment": self.environment,
-            }
-            for x in assignments
-        ]
-        return Planned(response, plan_row, rows, cp, allowed, result.trace.decision_latency_s, chosen.inference_s, None)
 
     def _observe(self, chosen: Chosen, latency_s: float, route: Route | None) -> None:
         """The plan's metrics: latency by scheduler (and by canary arm), each decision's latency, inference."""
