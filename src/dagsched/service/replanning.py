@@ -200,16 +200,8 @@ def _changed(planned: dict[str, Any], assignments: list[dict[str, Any]]) -> list
     for a in assignments:
         before = planned.get(a["task"])
         if before is None or before["node"] != a["node"] or abs(before["start"] - a["start"]) > 1e-6:
-            changed.append(
-                {
-                    "task": a["task"],
-                    "node": a["node"],
-                    "start": a["start"],
-                    "finish": a["finish"],
-                    "previous_node": before["node"] if before else None,
-                    "previous_start": before["start"] if before else None,
-                }
-            )
+            was, kept = before or {}, {k: a[k] for k in ("task", "node", "start", "finish")}
+            changed.append({**kept, "previous_node": was.get("node"), "previous_start": was.get("start")})
     return changed
 
 

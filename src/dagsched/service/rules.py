@@ -75,6 +75,11 @@ _CMPOPS: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
     ast.NotIn: lambda a, b: a not in b,
 }
 
+_PLAIN = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.Not, ast.USub, ast.UAdd, ast.UnaryOp, ast.Compare, ast.Load)
+_PLAIN += (ast.Tuple, ast.List)  # `task.labels["tier"] in ("a", "b")`
+"""Syntax nodes the grammar allows with nothing more to check."""
+_REFUSED: dict[type[ast.AST], str] = {ast.Call: "function calls", ast.Lambda: "lambda"}
+
 
 class RuleError(InputError):
     """A rule outside the grammar; `field` names the rule."""
@@ -87,19 +92,15 @@ def _refuse(field: str, expr: str, what: str) -> RuleError:
 def _check(tree: ast.AST, field: str, expr: str) -> None:
     """Raise RuleError at the first syntax node outside the grammar."""
     for node in ast.walk(tree):
-        if isinstance(node, ast.Expression | ast.BoolOp | ast.And | ast.Or | ast.Not | ast.USub | ast.UAdd):
+        if isinstance(node, _PLAIN) or type(node) in _BINOPS or type(node) in _CMPOPS:
             continue
         if isinstance(node, ast.BinOp):
             if type(node.op) not in _BINOPS:
                 raise _refuse(field, expr, f"operator {type(node.op).__name__} (allowed: + - * / %)")
             continue
-        if isinstance(node, ast.UnaryOp | ast.Compare | ast.Load) or type(node) in _BINOPS or type(node) in _CMPOPS:
-            continue
         if isinstance(node, ast.Constant):
             if not isinstance(node.value, int | float | str | bool | type(None)):
                 raise _refuse(field, expr, f"constant {node.value!r}")
-            continue
-        if isinstance(node, ast.Tuple | ast.List):  # `task.labels["tier"] in ("a", "b")`
             continue
         if isinstance(node, ast.Name):
             if node.id not in ATTRS and node.id not in ("true", "false"):
@@ -121,11 +122,7 @@ def _check(tree: ast.AST, field: str, expr: str) -> None:
             if not (ok_base and ok_key):
                 raise _refuse(field, expr, 'subscripts other than node.labels["key"] / task.labels["key"]')
             continue
-        if isinstance(node, ast.Call):
-            raise _refuse(field, expr, "function calls")
-        if isinstance(node, ast.Lambda):
-            raise _refuse(field, expr, "lambda")
-        raise _refuse(field, expr, f"{type(node).__name__} expressions")
+        raise _refuse(field, expr, _REFUSED.get(type(node), f"{type(node).__name__} expressions"))
 
 
 def _eval(node: ast.AST, env: Mapping[str, Mapping[str, Any]]) -> Any:
