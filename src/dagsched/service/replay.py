@@ -143,14 +143,9 @@ def ml_pipeline(seed: int, trainings: int = 4) -> dict[str, Any]:
     ]  # fmt: skip
     for k in range(trainings):
         tasks.append(
-            {
-                "id": f"train_{k}",
-                "runtime": u(60, 180),
-                "resources": {"cpu": int(rng.integers(2, 5))},
-                "labels": {"program": "model_training"},
-                "dependencies": [{"task": "features", "data": 2e8}],
-            }
-        )
+            {"id": f"train_{k}", "runtime": u(60, 180), "resources": {"cpu": int(rng.integers(2, 5))},
+             "labels": {"program": "model_training"}, "dependencies": [{"task": "features", "data": 2e8}]}
+        )  # fmt: skip
     tasks.append(
         {"id": "evaluate", "runtime": u(10, 20), "labels": {"program": "evaluate"},
          "dependencies": [f"train_{k}" for k in range(trainings)]}

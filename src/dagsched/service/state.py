@@ -102,18 +102,12 @@ class ServiceState:
             self._sync_thread = threading.Thread(target=self._poll, name="dagsched-sync", daemon=True)
             self._sync_thread.start()
 
-    def _keep_files(self, stem: Path) -> None:
-        """Keep the policy at `stem` in the store, so that other replicas can load it."""
-        c = self.models.current
-        weights = Path(str(stem) + ".safetensors")
-        if c is not None and weights.exists():
-            self.store.models.put_blob(c.sha256, c.version, weights.read_bytes(), c.meta)
-
     def _startup_publish(self) -> None:
         """Publish this replica's model and config file where the store has none of a deploy; then adopt it."""
         c = self.models.current
-        if c is not None:
-            self._keep_files(self.settings.model_path)
+        weights = Path(str(self.settings.model_path) + ".safetensors")
+        if c is not None and weights.exists():  # kept in the store, so that other replicas can load it
+            self.store.models.put_blob(c.sha256, c.version, weights.read_bytes(), c.meta)
         live = self.store.runtime.serving_state()
         model = c.sha256 if c is not None and (live is None or live["model_source"] in (None, "startup")) else None
         config = self.config.model_dump(mode="json") if self.settings.config_file is not None else None

@@ -57,15 +57,7 @@ def plan_graph(plan_id: str, state: State) -> dict[str, Any]:
     request = row["request"]
     wf = workflow_from_dict(request["workflow"])
     placed = {a["task"]: a for a in row["response"]["assignments"]}
-    tasks = [
-        {
-            "id": t.id,
-            "node": placed[t.id]["node"] if t.id in placed else None,
-            "start": placed[t.id]["start"] if t.id in placed else None,
-            "finish": placed[t.id]["finish"] if t.id in placed else None,
-        }
-        for t in wf.tasks
-    ]
+    tasks = [{"id": t.id, **{k: placed.get(t.id, {}).get(k) for k in ("node", "start", "finish")}} for t in wf.tasks]
     nodes = [
         {"id": n["id"], "cpu": n["cpu"], "speed": n.get("speed", 1.0), "price_per_hour": n.get("price_per_hour", 0.0)}
         for n in request["nodes"]
