@@ -24,22 +24,19 @@ CLASS_LABELS = ("dagsched.io/class", "node.kubernetes.io/instance-type")
 NAME_LABELS = ("dagsched.io/name", "program")
 
 
+def _label(obj: Any, keys: tuple[str, ...]) -> str | None:
+    labels = getattr(obj, "labels", None) or {}
+    return next((str(labels[key]) for key in keys if labels.get(key)), None)
+
+
 def node_class(node: Any) -> str:
     """The class a node's runtimes are pooled under: a class label, else its shape."""
-    labels = getattr(node, "labels", None) or {}
-    for key in CLASS_LABELS:
-        if labels.get(key):
-            return str(labels[key])
-    return f"{node.cpu:g}cpu-{node.mem:g}GiB-{node.gpu}gpu-x{node.speed:g}"
+    return _label(node, CLASS_LABELS) or f"{node.cpu:g}cpu-{node.mem:g}GiB-{node.gpu}gpu-x{node.speed:g}"
 
 
 def task_name(task: Any) -> str:
     """The name a task's runtimes are pooled under across workflows: a name label, else its id."""
-    labels = getattr(task, "labels", None) or {}
-    for key in NAME_LABELS:
-        if labels.get(key):
-            return str(labels[key])
-    return str(task.id)
+    return _label(task, NAME_LABELS) or str(task.id)
 
 
 @dataclass(frozen=True)
@@ -156,12 +153,10 @@ def estimate(
             return None
         return log_f * weight / (weight + settings.shrinkage), weight
 
-    for k, i in by_node.items():
-        if (sh := shrink(log_s[k], i)) is not None:
-            out.node[k] = Factor(math.exp(sh[0]), math.exp(log_s[k]), len(i), sh[1])
-    for k, i in by_name.items():
-        if (sh := shrink(log_g[k], i)) is not None:
-            out.name[k] = Factor(math.exp(sh[0]), math.exp(log_g[k]), len(i), sh[1])
+    for factors, groups, logs in ((out.node, by_node, log_s), (out.name, by_name, log_g)):
+        for k, i in groups.items():
+            if (sh := shrink(logs[k], i)) is not None:
+                factors[k] = Factor(math.exp(sh[0]), math.exp(logs[k]), len(i), sh[1])
     for (name, cls), i in by_cell.items():
         base = out.name.get(name)
         if base is None or (sh := shrink(dev[(name, cls)], i)) is None:
@@ -264,8 +259,6 @@ def calibrate(workflow: Any, nodes: Sequence[Any], factors: Factors) -> tuple[An
     node_f = {n.id: factors.node_factor(n.id) for n in nodes}
     applied.node_factor = node_f
     new_nodes = [n if node_f[n.id] == 1.0 else n.model_copy(update={"speed": n.speed / node_f[n.id]}) for n in nodes]
-    if all(v == 1.0 for v in node_f.values()):
-        new_nodes = list(nodes)
     tasks = []
     changed = False
     for t in workflow.tasks:
