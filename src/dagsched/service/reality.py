@@ -230,14 +230,18 @@ def rebuild(row: dict[str, Any], events: list[dict[str, Any]], outlier_bound: fl
     return run
 
 
-def mark_foreign(runs: list[Run], foreign: list[tuple[str, str, str]]) -> None:
-    """Add an `other_environment` fault to each run with a re-plan labelled otherwise."""
+def _rebuild_all(store: Any, rows: list[dict[str, Any]], outlier_bound: float, environment: str | None) -> list[Run]:
+    """The runs of root plan `rows`; with `environment`, each with a re-plan labelled otherwise gets that fault."""
+    events = store.events.of_chains([r["id"] for r in rows])
+    runs = [rebuild(r, events[r["id"]], outlier_bound) for r in rows]
     by_root = {r.root_id: r for r in runs}
+    foreign = store.events.foreign_replans(list(by_root), environment) if environment is not None else []
     for root, plan, label in foreign:
         if root in by_root:
             run = by_root[root]
             detail = f"re-plan {plan[:12]} was stored with the label '{label}', not '{run.environment}'"
             run.faults.append(Fault("other_environment", root, None, detail))
+    return runs
 
 
 def read_runs(
@@ -249,11 +253,7 @@ def read_runs(
     now: float | None = None,
 ) -> RunLog:
     """The newest `limit` executed runs planned since `since` in `environment` (None: every label), audited."""
-    rows = store.events.executed_roots(since, environment, limit)
-    by_root = store.events.of_chains([r["id"] for r in rows])
-    runs = [rebuild(r, by_root[r["id"]], outlier_bound) for r in rows]
-    if environment is not None:
-        mark_foreign(runs, store.events.foreign_replans([r.root_id for r in runs], environment))
+    runs = _rebuild_all(store, store.events.executed_roots(since, environment, limit), outlier_bound, environment)
     runs.sort(key=lambda r: (r.created_at, r.root_id))
     log = RunLog(runs, since, environment)
     if environment is not None:
@@ -288,9 +288,7 @@ class RunCache:
                     for r in self.store.plans.by_ids(roots)
                     if r["id"] == r["root_id"] and r["environment"] == self.environment
                 ]
-                events = self.store.events.of_chains([r["id"] for r in rows])
-                rebuilt = [rebuild(row, events[row["id"]], outlier_bound) for row in rows]
-                mark_foreign(rebuilt, self.store.events.foreign_replans([r.root_id for r in rebuilt], self.environment))
+                rebuilt = _rebuild_all(self.store, rows, outlier_bound, self.environment)
                 self.runs.update((r.root_id, r) for r in rebuilt)
             for root in [k for k, r in self.runs.items() if r.created_at < since]:
                 del self.runs[root]
