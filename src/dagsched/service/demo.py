@@ -1,11 +1,6 @@
 """A demo client: submits sample workflows to a running service so plans, decisions and metrics fill up.
 
-    python -m dagsched.service.demo --url http://127.0.0.1:8080 --count 20
-
-Each round plans a generated workflow (the four topology families, 10 to 40 tasks) on the
-16-node `hetero-16` cluster with some capacity in use, alternating the service's
-default (`sampling`, HEFT's rank sampled) and HEFT, named per request, calls the Kubernetes extender once, and
-prints one line per plan; it ends with the address of the dashboard, which now shows them.
+python -m dagsched.service.demo --url http://127.0.0.1:8080 --count 20
 """
 
 from __future__ import annotations

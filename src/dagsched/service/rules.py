@@ -1,13 +1,8 @@
 """Node filter rules: a tiny, safe expression language over `node` and `task`.
 
-A rule is one expression such as `node.gpu_free >= task.gpu` or
-`node.labels["zone"] == "eu-1" or not task.critical`. It is parsed once, when the config
-is loaded, with Python's `ast` module in "eval" mode, and every syntax node is checked
-against a short whitelist; anything else (calls, lambdas, comprehensions, dunder or
-unknown attributes, names other than `node` and `task`) is refused there, naming the
-rule. Evaluation walks the checked tree itself: Python's `eval` is never called.
-
-Grammar (what the whitelist allows):
+A rule (`node.gpu_free >= task.gpu`) is parsed once, when the config is loaded, and every syntax node is checked
+against the grammar below, naming the rule when it is outside; evaluation walks the checked tree (never `eval`).
+A missing label reads as ""; a runtime fault (division by zero) makes the rule false for that pair.
 
     expr   := expr ("and" | "or") expr | "not" expr
             | expr cmp expr [cmp expr ...]          cmp: == != < <= > >= in "not in"
@@ -16,9 +11,6 @@ Grammar (what the whitelist allows):
             | ("node" | "task") ".labels[" string "]"
             | number | string | true | false | True | False | None
             | "(" expr ")"
-
-A missing label reads as the empty string. Division by zero makes the rule false for
-that pair (and the error is reported), never a crash.
 """
 
 from __future__ import annotations
