@@ -53,22 +53,14 @@ def serve(
     from dagsched.service.app import create_app
     from dagsched.service.settings import Settings
 
-    overrides: dict[str, object] = {}
-    if config is not None:
-        if not config.exists():
-            raise fail(InputError("--config", f"file not found: {config}"))
-        overrides["config_file"] = config
-    if store is not None:
-        overrides["store_url"] = store
-    if model is not None:
-        overrides["model_path"] = model
-    if report_dir is not None:
-        if not report_dir.is_dir():
-            raise fail(InputError("--report-dir", f"not a folder: {report_dir}"))
-        overrides["report_dir"] = report_dir
+    if config is not None and not config.exists():
+        raise fail(InputError("--config", f"file not found: {config}"))
+    if report_dir is not None and not report_dir.is_dir():
+        raise fail(InputError("--report-dir", f"not a folder: {report_dir}"))
+    given = {"config_file": config, "store_url": store, "model_path": model, "report_dir": report_dir}
+    overrides: dict[str, object] = {k: v for k, v in given.items() if v is not None}
     if grpc_port is not None:
-        overrides["grpc_port"] = grpc_port
-        overrides["grpc_host"] = host
+        overrides |= {"grpc_port": grpc_port, "grpc_host": host}
     settings = Settings(**overrides)  # type: ignore[arg-type]
     if config is not None:
         from dagsched.service.config import read_config

@@ -55,15 +55,8 @@ def report(outcome: Outcome, cfg: FinetuneConfig) -> None:
         for col in ("plan", "workflow", "tasks", "nodes", "old s", "new s", "new/old"):
             table.add_column(col, justify="left" if col in ("plan", "workflow") else "right")
         for res in outcome.results:
-            table.add_row(
-                res.plan_id[:12],
-                res.workflow,
-                str(res.n_tasks),
-                str(res.n_nodes),
-                f"{res.old_makespan:.2f}",
-                f"{res.new_makespan:.2f}",
-                f"{res.ratio:.4f}",
-            )
+            makespans = (f"{res.old_makespan:.2f}", f"{res.new_makespan:.2f}", f"{res.ratio:.4f}")
+            table.add_row(res.plan_id[:12], res.workflow, str(res.n_tasks), str(res.n_nodes), *makespans)
         table.add_section()
         table.add_row("mean", "", "", "", "", "", f"{outcome.mean_ratio:.4f}")
         console.print(table)
