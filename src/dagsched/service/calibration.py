@@ -1,9 +1,5 @@
-"""Calibrated predictions: what the service saw executed corrects the runtimes it is told.
-
-Each executed task gives `y = log(actual / predicted)`, modelled as `log r[task name, node class] + log s[node]`;
-the factors are an L1-penalised least-absolute-deviations fit of the cells' weighted medians (`fit_l1`), shrunk
-towards 1 by their decayed evidence, and act only past `min_runs` executed workflows (docs/service.md,
-"Calibrated predictions").
+"""Calibrated predictions: what the service saw executed corrects the runtimes it is told (`log r[task name, node
+class] + log s[node]`, an L1-penalised robust fit shrunk towards 1; docs/service.md, "Calibrated predictions").
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Canary release: a candidate scheduler or model version plans a growing share of the workflows, judged on what
-really ran, promoted stage by stage or rolled back (docs/service.md, "Canary release").
-
-A workflow's arm is sticky (a hash of its name); each stage is judged on the executed workflows' achieved makespan
-over the default's plan makespan, and each step is a numbered row that one replica wins and publishes.
+"""Canary release: a candidate scheduler or model version plans a growing, sticky share of the workflows, judged on
+what really ran, promoted stage by stage or rolled back (docs/service.md, "Canary release").
 """
 
 from __future__ import annotations

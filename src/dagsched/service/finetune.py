@@ -1,8 +1,5 @@
-"""`dagsched finetune`: fine-tune the serving model on what one environment really asked the service, and really ran.
-
-The workflows and node states a deployment sends drift from the synthetic ones the shipped policy was trained on; a
-short, seeded fine-tune on the logged requests, judged on requests it never saw and shipped only when it wins, follows
-the drift (docs/service.md, "Fine-tuning on the logs"; the training itself is `dagsched.rl.finetune`).
+"""`dagsched finetune`: fine-tune the serving model on what one environment really asked the service, and really ran,
+shipped only when it wins on logged requests it never saw (docs/service.md, "Fine-tuning on the logs").
 """
 
 from __future__ import annotations

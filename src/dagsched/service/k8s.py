@@ -1,7 +1,5 @@
-"""The Kubernetes scheduler extender: kube-scheduler's `filter` and `prioritize` verbs on `ExtenderArgs`.
-
-An extender must never break scheduling: every fault becomes the `error` of a 200 filter answer, or scores of 0
-with an `X-Dagsched-Error` header (docs/service.md, "Kubernetes scheduler extender").
+"""The Kubernetes scheduler extender: kube-scheduler's `filter` and `prioritize` verbs on `ExtenderArgs`; it never
+breaks scheduling (docs/service.md, "Kubernetes scheduler extender").
 """
 
 from __future__ import annotations

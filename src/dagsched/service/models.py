@@ -1,8 +1,4 @@
-"""The serving policy: loaded at start-up, replaced by validated uploads, rolled back on request.
-
-An upload is checked (size, metadata, safetensors, the loader's checks, a smoke inference) before it is swapped in
-under a lock; any failure leaves the serving model as it was.
-"""
+"""The serving policy: loaded at start-up, replaced by validated uploads, rolled back on request."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Online fine-tuning: the service runs `dagsched finetune` on its own logs, on an interval and when the skew
-monitor trips, and ships a model only when it wins on held-out logged problems (docs/service.md, "Fine-tuning on
-the logs"). One replica at a time runs (a lease in the store).
+"""Online fine-tuning: `dagsched finetune` on the service's own logs, on an interval and on a skew trip, by one
+replica at a time (docs/service.md, "Fine-tuning on the logs").
 """
 
 from __future__ import annotations

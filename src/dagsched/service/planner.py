@@ -1,8 +1,5 @@
-"""Plans for `/v1/schedule`: the chosen scheduler run in the one simulator on predicted runtimes.
-
-A request is calibrated, built into a problem (`service.problem`), routed by the canary, planned with HEFT as the
-fallback of a failing, slow or missing learned policy, and explained by the evidence of each assignment
-(docs/service.md, "Planning semantics").
+"""Plans for `/v1/schedule`: the chosen scheduler run in the one simulator on predicted runtimes, HEFT when it
+cannot, with the evidence of each assignment (docs/service.md, "Planning semantics").
 """
 
 from __future__ import annotations

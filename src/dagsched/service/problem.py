@@ -1,7 +1,5 @@
-"""A /v1/schedule request as a compiled problem: the nodes' free capacity, and which (task, node) pairs may be used.
-
-What is in use now is not ours to plan on; the config's rules, a re-plan's pins and migrated tasks' avoided
-nodes become the compiled problem's `allowed` matrix, which every planner honours.
+"""A /v1/schedule request as a compiled problem: the nodes' free capacity (what is in use is not ours to plan on),
+and which (task, node) pairs the rules, pins and migrations allow.
 """
 
 from __future__ import annotations

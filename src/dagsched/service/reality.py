@@ -1,8 +1,5 @@
-"""What really ran: executed workflows rebuilt from the stored plans and their events.
-
-The log is audited as it is read: what would mislead an estimate (duplicates, events out of order, another
-environment's re-plans, non-positive durations, outliers) is reported as a `Fault` and kept out; the store is
-never changed.
+"""What really ran: executed workflows rebuilt from the stored plans and their events, audited as they are read
+(what would mislead an estimate is a `Fault`, kept out; the store is never changed).
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""Apply an event to a plan chain and re-plan what it affects: what `POST /v1/events` and gRPC `ReportEvent` do.
-
-The chain's state is folded from its stored events on every call (`chain.fold`; no replica holds it); a failed,
-overrun or stranded task is re-planned from the event's time on, as a new revision of the chain.
+"""Apply an event to a plan chain and re-plan what it affects: what `POST /v1/events` and gRPC `ReportEvent` do
+(the chain's state is folded from its stored events on every call: no replica holds it).
 """
 
 from __future__ import annotations

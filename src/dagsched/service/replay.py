@@ -1,7 +1,5 @@
-"""A simulated cluster for the service: it runs each plan on the true runtimes and reports what happened.
-
-The calibration tests, `benchmarks/experiments/calibration_under_drift.py` and `service.demo` drive the service
-with it, so that it sees a cluster that differs from what requests declare.
+"""A simulated cluster that differs from what requests declare: it runs each plan on the true runtimes and reports
+what happened (for the calibration tests and benchmark, and `service.demo`).
 """
 
 from __future__ import annotations

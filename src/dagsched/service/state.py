@@ -1,8 +1,5 @@
-"""What a service process holds between requests: store, metrics, models, planner, live config.
-
-The policy and the runtime config have their source of truth in the store, which every replica polls, so that
-replicas run side by side on one store (docs/service.md, "Replicas"); the breaker and the skew monitor are per
-process on purpose.
+"""What a service process holds between requests; the policy and the runtime config have their source of truth in
+the store, which every replica polls (docs/service.md, "Replicas").
 """
 
 from __future__ import annotations

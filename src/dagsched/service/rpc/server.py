@@ -1,8 +1,5 @@
-"""The gRPC server: `dagsched.v1.Scheduler` (`dagsched.proto`) beside the HTTP API, in the same process.
-
-Every RPC calls the use case the HTTP route calls, on the same process state, and answers its errors with the
-matching status codes (docs/service.md, "gRPC"). It runs on grpc's asyncio server in a thread of its own: a plan
-holds the planner's lock anyway, and a hand-off of every call to a worker thread cost more than it saved.
+"""The gRPC server: `dagsched.v1.Scheduler` (`dagsched.proto`) beside the HTTP API, in the same process, calling
+the same use cases with the same errors as status codes (docs/service.md, "gRPC"), on an event loop of its own.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""The decision store (SQLAlchemy Core): a SQLite file by default (WAL), PostgreSQL by URL.
-
-Everything a replica needs to answer about the past lives here, so replicas share one PostgreSQL and stay
-stateless; its tables are grouped by what they keep, each group an attribute of `Store`.
+"""The decision store (SQLAlchemy Core, SQLite or PostgreSQL): everything a replica needs to answer about the past,
+so replicas share one store and stay stateless.
 """
 
 from __future__ import annotations

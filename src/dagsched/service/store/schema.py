@@ -1,7 +1,4 @@
-"""The store's tables: one metadata, made on start-up (`create_all`) by every replica that writes.
-
-Tables are created when missing and never altered: a table's columns are the ones below.
-"""
+"""The store's tables, made when missing (`create_all`) and never altered."""
 
 from __future__ import annotations
 
