@@ -227,8 +227,7 @@ class CanaryController:
         if action == "wait":
             return None
         if action == "promote":
-            later = [f for f in c.stages if f > c.fraction + 1e-12]
-            to = later[0] if later else 1.0
+            to = next((f for f in c.stages if f > c.fraction + 1e-12), 1.0)
             kind = "complete" if to >= 1.0 else "promote"
         else:
             to, kind = 0.0, "rollback"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dagsched.io import workflow_from_dict
-from dagsched.schedulers import make_scheduler
+from dagsched.schedulers import make_scheduler, registered_names
 from dagsched.service.config import RuntimeConfig, needs_policy
 from dagsched.service.models import ModelManager
 from dagsched.service.problem import build_problem
@@ -30,7 +30,7 @@ def explain(
     elif row["fallback"]:
         why_not = f"the plan fell back to {row['scheduler']}: {row['fallback_reason']}"
     current = models.current
-    learned = _known(row["scheduler"]) and needs_policy(row["scheduler"])
+    learned = row["scheduler"] in registered_names() and needs_policy(row["scheduler"])
     if learned and why_not is None and current is None:
         why_not = models.error or "no learned policy is loaded"
     req = ScheduleRequest.model_validate({k: v for k, v in request.items() if k in ScheduleRequest.model_fields})
@@ -48,9 +48,3 @@ def explain(
         replayer=lambda: make_scheduler(row["scheduler"], service=True, policy=policy),
     )
     return {**out, "plan_id": plan_id, "model_version": row["model_version"]}
-
-
-def _known(name: str) -> bool:
-    from dagsched.schedulers import registered_names
-
-    return name in registered_names()

@@ -176,12 +176,11 @@ class ModelManager:
                 f"format {fmt!r}: the service runs priority policies only ({FILE_FORMAT!r}, as `save_priority_policy`"
                 " writes them)" + ("; a per-decision policy is refused" if fmt == PER_DECISION_FORMAT else ""),
             )
-        from safetensors import SafetensorError
         from safetensors.torch import load as load_safetensors
 
         try:
             load_safetensors(weights)
-        except (SafetensorError, Exception) as err:  # noqa: BLE001  (any parse failure is the client's file)
+        except Exception as err:  # noqa: BLE001  (any parse failure is the client's file)
             raise InputError("weights", f"not a valid safetensors file: {err}") from None
         self.model_dir.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=self.model_dir, prefix=f"{STAGING_PREFIX}{_host()}-{os.getpid()}-"))
