@@ -67,8 +67,8 @@ _CMPOPS: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
     ast.NotIn: lambda a, b: a not in b,
 }
 
-_PLAIN = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.Not, ast.USub, ast.UAdd, ast.UnaryOp, ast.Compare, ast.Load)
-_PLAIN += (ast.Tuple, ast.List)  # `task.labels["tier"] in ("a", "b")`
+_PLAIN: tuple[type[ast.AST], ...] = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.Not, ast.USub, ast.UAdd)
+_PLAIN += (ast.UnaryOp, ast.Compare, ast.Load, ast.Tuple, ast.List)  # a tuple: `task.labels["t"] in ("a", "b")`
 """Syntax nodes the grammar allows with nothing more to check."""
 _REFUSED: dict[type[ast.AST], str] = {ast.Call: "function calls", ast.Lambda: "lambda"}
 

@@ -93,7 +93,7 @@ class Plans(Part):
             .limit(limit)
         )
         c = decisions.c
-        pairs = [(c.workflow, workflow), (c.plan_id, plan_id), (c.scheduler, scheduler)]
+        pairs: builtins.list[tuple[Any, Any]] = [(c.workflow, workflow), (c.plan_id, plan_id), (c.scheduler, scheduler)]
         pairs += [(c.model_version, model_version), (plans.c.fallback, fallback)]
         return self._rows(q.where(*_equal(pairs)))
 
