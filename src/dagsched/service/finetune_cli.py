@@ -39,16 +39,11 @@ def report(outcome: Outcome, cfg: FinetuneConfig) -> None:
     )
     if outcome.reality:
         r = outcome.reality
-        cal = r["calibration"]
+        cal, left = r["calibration"], ", ".join(f"{n} {k}" for k, n in r["faults"].items() if n)
         console.print(
             f"executed runtimes: {r['runs']} runs ({r['clean_runs']} clean, {r['observations']} task runs); "
             f"calibration {'active' if cal['active'] else 'not active'}: {len(cal['node'])} node and "
-            f"{len(cal['task_name'])} task factors"
-            + (
-                f"; left out: {', '.join(f'{n} {k}' for k, n in r['faults'].items() if n)}"
-                if any(r["faults"].values())
-                else ""
-            )
+            f"{len(cal['task_name'])} task factors" + (f"; left out: {left}" if left else "")
         )
     if outcome.results:
         table = Table(title="held-out plans: makespan of the serving (old) and fine-tuned (new) model")

@@ -160,18 +160,10 @@ def print_report(report: dict[str, Any]) -> None:
         f"{num(m['ratio']['median'])} ({num(m['ratio']['p10'])}, {num(m['ratio']['p90'])})",
     )
     console.print(summary)
-    counts = {k: v for k, v in report["faults"]["counts"].items() if v}
-    if counts or report["other_environments"]:
-        console.print(
-            "[yellow]left out:[/] "
-            + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items())
-            + (
-                "; runs of other environments: "
-                + ", ".join(f"{k} ({v})" for k, v in report["other_environments"].items())
-                if report["other_environments"]
-                else ""
-            )
-        )
+    left = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in report["faults"]["counts"].items() if v)
+    others = ", ".join(f"{k} ({v})" for k, v in report["other_environments"].items())
+    if left or others:
+        console.print(f"[yellow]left out:[/] {left}" + (f"; runs of other environments: {others}" if others else ""))
     cal = report["calibration"]
     if cal is not None:
         state = "active" if cal["active"] else "not active"
