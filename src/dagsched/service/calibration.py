@@ -114,12 +114,7 @@ def weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
     return lo
 
 
-def estimate(
-    observations: Sequence[Observation],
-    runs: int,
-    settings: Any,
-    now: float | None = None,
-) -> Factors:
+def estimate(observations: Sequence[Observation], runs: int, settings: Any, now: float | None = None) -> Factors:
     """Fit the factors to `observations` of `runs` executed workflows under the config's `calibration`."""
     now = time.time() if now is None else now
     out = Factors(

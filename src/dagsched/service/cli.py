@@ -26,8 +26,7 @@ def serve(
         int, typer.Option("--workers", min=1, help="worker processes on the one port (each loads the policy)")
     ] = 1,
     report_dir: Annotated[
-        Path | None,
-        typer.Option("--report-dir", help="a benchmark report folder whose figures the dashboard shows"),
+        Path | None, typer.Option("--report-dir", help="a benchmark report folder whose figures the dashboard shows")
     ] = None,
     grpc_port: Annotated[
         int | None,
