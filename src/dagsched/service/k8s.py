@@ -233,8 +233,7 @@ def prioritize(
     """HostPriorityList: the planned node 10; others by speed, with headroom as a tie-breaker."""
     if not isinstance(args, dict):
         raise ExtenderInputError("body: expected an ExtenderArgs object")
-    if task is None:
-        task = pod_task(args.get("pod"))
+    task = task if task is not None else pod_task(args.get("pod"))
     views, _, names = _nodes(args)
     if views is None:
         return [{"host": n, "score": MAX_PRIORITY if n == planned_node else 0} for n in names]

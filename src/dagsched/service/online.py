@@ -90,19 +90,17 @@ class OnlineFinetuner:
         from dagsched.service.finetune import run
 
         config = self.live_config()
-        window_s = config.online_ft_window
         if not self.leases.take(LEASE, self.holder, 6 * 3600.0):
             return None
         self.last_run = time.monotonic()
-        started = time.time()
-        row: dict[str, Any] = {"trigger": trigger, "environment": self.environment, "started_at": started}
+        row: dict[str, Any] = {"trigger": trigger, "environment": self.environment, "started_at": time.time()}
         try:
             outcome = None
             for runtimes in ("executed", "requested"):
                 cfg = FinetuneConfig(
                     store=self.store_url,
                     env=self.environment,
-                    since=f"{max(1, round(window_s))}s",
+                    since=f"{max(1, round(config.online_ft_window))}s",
                     runtimes=runtimes,
                     allow_faults=True,
                     outlier_bound=config.calibration.outlier_bound,
