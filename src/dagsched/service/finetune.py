@@ -98,10 +98,8 @@ def read_logged_problems(
     import sqlalchemy as sa
 
     from dagsched.io import workflow_from_dict
-    from dagsched.service.calibration import Factors, calibrate, estimate
-    from dagsched.service.config import Calibration
+    from dagsched.service.calibration import Factors, calibrate
     from dagsched.service.problem import build_problem
-    from dagsched.service.reality import read_runs
     from dagsched.service.schemas import ScheduleRequest
     from dagsched.service.store import Store
 
@@ -116,40 +114,7 @@ def read_logged_problems(
         rows = store.plans.first_plans(environment, cutoff, max_problems)
         labels = [] if rows else store.plans.per_environment(cutoff)
         if rows and runtimes == "executed":  # calibrated by the executed runs in the window, after their audit
-            log = read_runs(store, cutoff, environment, 100_000, outlier_bound, now)
-            counts = log.fault_counts()
-            examples = [
-                f"{f.kind} in plan {f.root_id[:12]}" + (f", task {f.task}" if f.task else "") + f": {f.detail}"
-                for f in log.faults
-            ]
-            clean = [r for r in log.runs if r.clean and r.tasks]
-            settings = Calibration()
-            factors = estimate(log.observations(), len(clean), settings, now)
-            if reality is not None:
-                reality.update(
-                    {
-                        "runs": len(log.runs),
-                        "clean_runs": len(clean),
-                        "observations": len(log.observations()),
-                        "faults": counts,
-                        "examples": examples[:20],
-                        "other_environments": log.other_environments,
-                        "calibration": factors.to_json(),
-                    }
-                )
-            if not log.runs:
-                raise InputError(
-                    "--runtimes",
-                    f"no executed runs of '{environment}' in that window: report events to /v1/events first",
-                )
-            if any(counts.values()) and not allow_faults:
-                raise LogRefused(counts, examples)
-            if not factors.active:
-                raise InputError(
-                    "--runtimes",
-                    f"{len(clean)} clean executed runs in that window, under the calibration floor of "
-                    f"{settings.min_runs}",
-                )
+            factors = _executed_factors(store, environment, cutoff, now, allow_faults, outlier_bound, reality)
     except sa.exc.SQLAlchemyError as err:
         raise InputError("--store", f"cannot read the plans table: {type(err).__name__}: {err}") from None
     finally:
@@ -171,6 +136,57 @@ def read_logged_problems(
             continue
         problems.append(LoggedProblem(row["id"], row["workflow"], float(row["created_at"]), cp))
     return problems, skipped
+
+
+def _executed_factors(
+    store: Any,
+    environment: str,
+    cutoff: float,
+    now: float,
+    allow_faults: bool,
+    outlier_bound: float,
+    reality: dict[str, Any] | None,
+) -> Any:
+    """The calibration factors of the environment's executed runs since `cutoff`, after their audit (LogRefused
+    when it finds faults, unless `allow_faults`); what was read goes into `reality`."""
+    from dagsched.service.calibration import estimate
+    from dagsched.service.config import Calibration
+    from dagsched.service.reality import read_runs
+
+    log = read_runs(store, cutoff, environment, 100_000, outlier_bound, now)
+    counts = log.fault_counts()
+    examples = [
+        f"{f.kind} in plan {f.root_id[:12]}" + (f", task {f.task}" if f.task else "") + f": {f.detail}"
+        for f in log.faults
+    ]
+    clean = [r for r in log.runs if r.clean and r.tasks]
+    settings, observations = Calibration(), log.observations()
+    factors = estimate(observations, len(clean), settings, now)
+    if reality is not None:
+        reality.update(
+            {
+                "runs": len(log.runs),
+                "clean_runs": len(clean),
+                "observations": len(observations),
+                "faults": counts,
+                "examples": examples[:20],
+                "other_environments": log.other_environments,
+                "calibration": factors.to_json(),
+            }
+        )
+    if not log.runs:
+        raise InputError(
+            "--runtimes",
+            f"no executed runs of '{environment}' in that window: report events to /v1/events first",
+        )
+    if any(counts.values()) and not allow_faults:
+        raise LogRefused(counts, examples)
+    if not factors.active:
+        raise InputError(
+            "--runtimes",
+            f"{len(clean)} clean executed runs in that window, under the calibration floor of {settings.min_runs}",
+        )
+    return factors
 
 
 def is_held_out(plan_id: str, fraction: float) -> bool:
