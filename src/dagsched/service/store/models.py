@@ -24,9 +24,8 @@ class Models(Part):
 
     def put_blob(self, sha256: str, version: str, weights: bytes, meta: dict[str, Any]) -> None:
         """Keep a policy's files, once per sha256 (a second put of the same policy is a no-op)."""
-        with self.engine.connect() as conn:
-            if conn.execute(sa.select(model_blobs.c.sha256).where(model_blobs.c.sha256 == sha256)).first():
-                return
+        if self._first(sa.select(model_blobs.c.sha256).where(model_blobs.c.sha256 == sha256)) is not None:
+            return
         with contextlib.suppress(sa.exc.IntegrityError):  # another replica kept the same policy first
             self._insert(
                 model_blobs, sha256=sha256, version=version, weights=weights, meta=meta, created_at=time.time()
