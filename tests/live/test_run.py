@@ -170,3 +170,15 @@ def test_a_node_lost_mid_run_its_tasks_run_again_elsewhere(ray_cluster: RayClust
     assert all(a.node != fast for a in result.trace.attempts if a.start >= outage)
     # the listeners (the journal, the service's recorder) were told of the loss, once, when it happened
     assert [row for kind, row in told if kind == "node_down"] == [{"node": "fast", "at_s": outage}]
+
+
+def test_local_nodes_keep_idle_workers_for_the_run(ray_cluster: RayCluster) -> None:
+    """Ray's default kills a worker idle for 1 s past the node's core count, and the task that next needs one waits
+    for a new Python process (1-2 s): each local raylet is started keeping idle workers for the cluster's life."""
+    from dagsched.live.cluster import IDLE_WORKER_KEEP_MS
+
+    raylets = [p.process.pid for node in ray_cluster.local.worker_nodes for p in node.all_processes["raylet"]]
+    assert len(raylets) == len(SMALL_CLUSTER.nodes)
+    for pid in raylets:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        assert f"RAY_idle_worker_killing_time_threshold_ms={IDLE_WORKER_KEEP_MS}".encode() in environ

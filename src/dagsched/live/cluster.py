@@ -28,6 +28,9 @@ MAX_LOCAL_NODES = 8
 OBJECT_STORE_MIB = 96
 """Each local node's object store (Ray's minimum is 75 MiB): payloads of emulated data edges live there."""
 
+IDLE_WORKER_KEEP_MS = 3_600_000
+"""How long a local node keeps an idle worker process (Ray's default is 1 s past its core count)."""
+
 NODE_LABEL, SPEED_LABEL = "dagsched/node", "dagsched/speed"
 MEM_RESOURCE = "mem_gib"
 
@@ -50,6 +53,10 @@ def quiet_ray_environment() -> None:
     if constants is not None:
         setattr(constants, "ENABLE_RAY_CLUSTER", False)  # noqa: B010  (a module of Ray, typed as a plain module)
     os.environ.setdefault("RAY_prestart_worker_first_driver", "0")  # workers start when tasks need them
+    # A raylet kills a worker idle for 1 s whenever it holds more workers than its cores: the next task there then
+    # waits for a new Python worker (1-2 s on a busy machine), ~1 % of a run's launches and most of the simulator's
+    # gap. Workers stay for the cluster's life (a local cluster lives for one run).
+    os.environ.setdefault("RAY_idle_worker_killing_time_threshold_ms", str(IDLE_WORKER_KEEP_MS))
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import time
 import traceback
@@ -67,7 +68,14 @@ def execute(spec: dict[str, Any], *inputs: Any) -> tuple[dict[str, Any], Any]:
                 arrival = max(arrival, end_wall + comm[src][nd])
         time.sleep(max(arrival - time.time(), 0.0))
     started = time.time()
-    status: dict[str, Any] = {"ok": True, "reason": "", "ray_node": ray_node, "node": nd, "started": started}
+    status: dict[str, Any] = {
+        "ok": True,
+        "reason": "",
+        "ray_node": ray_node,
+        "node": nd,
+        "started": started,
+        "pid": os.getpid(),
+    }
     output: Any = None
     kind = spec["kind"]
     try:
