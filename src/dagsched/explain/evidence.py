@@ -10,6 +10,8 @@ one package; the service returns it with each plan.
 
 from __future__ import annotations
 
+from bisect import insort
+
 import numpy as np
 
 from dagsched.model.compiled import EPS, CompiledProblem
@@ -52,16 +54,21 @@ def evidence(cp: CompiledProblem, result: RunResult, allowed: np.ndarray, why: d
         arrival = cp.input_arrival_s(t, node_of, end_of, 0.0)
         latest_parent = float(end_of[parents].max(initial=0.0))
         req = (float(cp.req[t, 0]), float(cp.req[t, 1]), float(cp.req[t, 2]))
-        alts = []
-        for nd in np.flatnonzero(allowed[t]):
-            nd = int(nd)
-            if nd == a.node:
-                start, finish = a.start, a.end
-            else:
-                ex = float(cp.exec_s[t, nd])
-                start = float(arrival[nd]) if cheap else lines[nd].earliest_start(float(arrival[nd]), ex, req)
-                finish = start + ex
-            alts.append((finish, nd != a.node, nd, start))
+        # A node's finish is at least its data arrival plus the run there: nodes are tried in the order of that
+        # bound, and once it passes the EVIDENCE_TOP-th best finish found no later node can enter the top.
+        bound = arrival + cp.exec_s[t]
+        others = np.flatnonzero(allowed[t])
+        others = others[others != a.node]
+        alts = [(a.end, False, a.node, a.start)] if allowed[t, a.node] else []
+        best = [x[0] for x in alts]  # the EVIDENCE_TOP smallest finishes so far, ascending
+        for nd in others[np.argsort(bound[others], kind="stable")].tolist():
+            if len(best) == EVIDENCE_TOP and bound[nd] > best[-1]:
+                break
+            ex = float(cp.exec_s[t, nd])
+            start = float(arrival[nd]) if cheap else lines[nd].earliest_start(float(arrival[nd]), ex, req)
+            alts.append((start + ex, True, nd, start))
+            insort(best, start + ex)
+            del best[EVIDENCE_TOP:]
         alts.sort()
         top = alts[:EVIDENCE_TOP]
         if not any(not other for _, other, _, _ in top):
