@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from dagsched.model.errors import InputError, parse
 from dagsched.service.rules import Rule, compile_rules
+from dagsched.service.schemas import Strict
 from dagsched.sim.objective import ObjectiveWeights
 
 log = logging.getLogger("dagsched.service")
@@ -57,28 +58,22 @@ def needs_policy(name: str | None) -> bool:
     return name is not None and "policy" in scheduler_class(name).needs
 
 
-class Breaker(BaseModel):
+class Breaker(Strict):
     """Circuit breaker around the learned policy."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)  # strict: `true` is not a number, "1" is not one
 
     failures: int = Field(5, ge=1, description="consecutive failures (error or deadline) that open it")
     cooldown_s: float = Field(30.0, ge=0, description="seconds it stays open (HEFT serves) before a retry")
 
 
-class Skew(BaseModel):
+class Skew(Strict):
     """Load-skew monitor: std of node utilisation over `threshold` -> next `decisions` go round-robin."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)  # strict: `true` is not a number, "1" is not one
 
     threshold: float = Field(0.35, gt=0, le=1, description="std of cpu utilisation over the request's nodes")
     decisions: int = Field(20, ge=0, description="task placements that go round-robin once it trips")
 
 
-class Calibration(BaseModel):
+class Calibration(Strict):
     """Calibrated predictions (`service.calibration`): runtime factors learned from executed runs."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
 
     enabled: bool = Field(True, description="apply the factors to /v1/schedule and /v1/events re-plans")
     min_runs: int = Field(5, ge=1, description="executed workflows seen before any factor acts (the floor)")
@@ -93,10 +88,8 @@ class Calibration(BaseModel):
     refresh_s: float = Field(10.0, ge=0, description="factors are re-estimated from the store at most this often")
 
 
-class Canary(BaseModel):
+class Canary(Strict):
     """A staged release: `fraction` of workflows (sticky by a hash of the workflow name) planned by the candidate."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
 
     id: str | None = Field(None, max_length=64, description="set when the canary starts; names its steps")
     scheduler: str | None = Field(None, description="candidate scheduler (registered name)")
@@ -132,10 +125,8 @@ class Canary(BaseModel):
         return self.scheduler if self.scheduler is not None else f"{LEARNED_SCHEDULER}@{self.model_version}"
 
 
-class RuntimeConfig(BaseModel):
+class RuntimeConfig(Strict):
     """The live, hot-reloadable config of a service process."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)  # strict: `true` is not a number, "1" is not one
 
     default_scheduler: str = Field(
         DEFAULT_SCHEDULER, description="scheduler of /v1/schedule when the request names none"

@@ -15,11 +15,13 @@ NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
-class _Body(BaseModel):
+class Strict(BaseModel):
+    """Refuses unknown fields and values of another type (the bodies here, and the runtime config)."""
+
     model_config = ConfigDict(extra="forbid", strict=True)  # strict: `true` is not a number, "1" is not one
 
 
-class FreeCapacity(_Body):
+class FreeCapacity(Strict):
     """What a node has free now; the planner plans on this, not on the node's total."""
 
     cpu: NonNegative
@@ -27,7 +29,7 @@ class FreeCapacity(_Body):
     gpu: Annotated[int, Field(ge=0)] = 0
 
 
-class NodeState(_Body):
+class NodeState(Strict):
     """One node as the caller sees it now."""
 
     id: Identifier
@@ -41,7 +43,7 @@ class NodeState(_Body):
     labels: dict[str, str] = Field(default_factory=dict)
 
 
-class ScheduleRequest(_Body):
+class ScheduleRequest(Strict):
     """A workflow and the nodes it may run on."""
 
     workflow: dict[str, Any] = Field(description="a native workflow (name, tasks) or a WfFormat instance")
@@ -115,7 +117,7 @@ class PlanResponse(BaseModel):
 EventKind = Literal["task_started", "task_finished", "task_failed", "task_overran", "node_down", "node_up"]
 
 
-class EventRequest(_Body):
+class EventRequest(Strict):
     """Something that happened to a plan's tasks or nodes; times in seconds from the plan's start."""
 
     plan_id: Annotated[Identifier, Field(max_length=64)]
