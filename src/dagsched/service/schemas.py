@@ -237,12 +237,7 @@ class Attributions(BaseModel):
     by_task: list[TaskAttribution] = Field(description="per DAG task: its row's features, read through the network")
 
 
-class TaskExplanation(BaseModel):
-    task: str
-    node: str
-    start: float
-    finish: float
-    evidence: Evidence
+class TaskExplanation(Assignment):
     policy: PolicyChoice | None = Field(description="the learned policy's choice (drl plans only)")
 
 
