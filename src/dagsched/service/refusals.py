@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from pydantic import SecretStr
+
 
 class Refused(Exception):
     """A refusal whose message names the field and the fault; `status` is its HTTP status."""
@@ -36,7 +38,7 @@ class Forbidden(Refused):
     status = 403
 
 
-def check_bearer(configured: str | None, header: str, where: str) -> None:
+def check_bearer(configured: SecretStr | None, header: str, where: str) -> None:
     """A mutating call's bearer `header` against the server's token; `where` says where the caller puts it."""
     import hmac
 
@@ -45,5 +47,5 @@ def check_bearer(configured: str | None, header: str, where: str) -> None:
     scheme, _, given = header.partition(" ")
     if scheme.lower() != "bearer" or not given:
         raise Unauthenticated(f"missing bearer token ({where}: Bearer <token>)")
-    if not hmac.compare_digest(given.strip().encode(), configured.encode()):
+    if not hmac.compare_digest(given.strip().encode(), configured.get_secret_value().encode()):
         raise Unauthenticated("wrong bearer token")

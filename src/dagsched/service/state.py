@@ -259,9 +259,7 @@ State = Annotated[ServiceState, Depends(get_state)]
 
 async def require_token(request: Request, state: State) -> None:
     """Mutating routes: `Authorization: Bearer <DAGSCHED_API_TOKEN>`; with no token configured they are refused."""
-    token = state.settings.api_token
-    header = request.headers.get("authorization", "")
-    check_bearer(token.get_secret_value() if token is not None else None, header, "Authorization")
+    check_bearer(state.settings.api_token, request.headers.get("authorization", ""), "Authorization")
 
 
 Authorized = Depends(require_token)

@@ -292,9 +292,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     def _authorize(self, context: grpc.aio.ServicerContext) -> None:
         """The HTTP API's bearer token, from the call's `authorization` metadata."""
-        token = self.state.settings.api_token
         header = str(dict(context.invocation_metadata()).get("authorization", ""))
-        check_bearer(token.get_secret_value() if token is not None else None, header, "metadata authorization")
+        check_bearer(self.state.settings.api_token, header, "metadata authorization")
 
 
 class Server:
