@@ -35,6 +35,11 @@ def task_name(task: Any) -> str:
     return _label(task, NAME_LABELS) or str(task.id)
 
 
+def declared_runtime(task: Any, node: str, speed: float) -> float:
+    """The request's own runtime of `task` on node `node` of declared `speed`: its cost there, else runtime / speed."""
+    return float(task.costs[node] if task.costs and node in task.costs else task.runtime / speed)
+
+
 @dataclass(frozen=True)
 class Observation:
     """One executed task: its pooling keys, the declared and the actual runtime, when it finished (epoch s)."""
@@ -256,8 +261,7 @@ def calibrate(workflow: Any, nodes: Sequence[Any], factors: Factors) -> tuple[An
         name = task_name(t)
         per_class = {c: factors.task_factor(name, c) for c in set(classes.values())}
         for n in nodes:
-            declared = t.costs[n.id] if t.costs and n.id in t.costs else t.runtime / n.speed
-            applied.declared_s[(t.id, n.id)] = declared
+            applied.declared_s[(t.id, n.id)] = declared_runtime(t, n.id, n.speed)
             applied.task_factor[(t.id, n.id)] = per_class[classes[n.id]]
         values = set(per_class.values())
         if values == {1.0} and (not t.costs or all(v == 1.0 for v in node_f.values())):

@@ -10,7 +10,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from dagsched.service.calibration import Observation, node_class, task_name
+from dagsched.service.calibration import Observation, declared_runtime, node_class, task_name
 from dagsched.service.chain import fold
 
 FAULT_KINDS = ("duplicate", "out_of_order", "non_positive_duration", "outlier", "other_environment", "unreadable")
@@ -128,14 +128,6 @@ def _skeleton(root_id: str, request: dict[str, Any]) -> _Skeleton:
     return sk
 
 
-def declared_s(sk: _Skeleton, task: str, node: str) -> float:
-    """The request's own runtime of `task` on `node`: its cost there, else runtime / declared speed."""
-    t = sk.tasks[task]
-    if t.costs and node in t.costs:
-        return float(t.costs[node])
-    return float(t.runtime / sk.nodes[node].speed)
-
-
 def rebuild(row: dict[str, Any], events: list[dict[str, Any]], outlier_bound: float) -> Run:
     """One run from its root plan row and its events in stored order."""
     response = row["response"] or {}
@@ -186,7 +178,7 @@ def rebuild(row: dict[str, Any], events: list[dict[str, Any]], outlier_bound: fl
             detail = f"finished at {end:g} s, not after its start at {start:g} s"
             run.faults.append(Fault("non_positive_duration", run.root_id, task, detail))
             continue
-        predicted = declared_s(sk, task, node)
+        predicted = declared_runtime(sk.tasks[task], node, sk.nodes[node].speed)
         if predicted <= 0:
             continue
         ratio = actual / predicted

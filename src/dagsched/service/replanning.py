@@ -11,7 +11,7 @@ from typing import Any
 from dagsched.io import workflow_from_dict
 from dagsched.model import Edge, Task, Workflow
 from dagsched.model.errors import InputError
-from dagsched.service.calibration import calibrate
+from dagsched.service.calibration import calibrate, declared_runtime
 from dagsched.service.chain import OVERRUN_RATIO, WhatRan, fold, overran
 from dagsched.service.config import RuntimeConfig
 from dagsched.service.metrics import ServiceMetrics
@@ -112,8 +112,7 @@ class Replanning:
         for t in keep:
             if t.id in ran.running:
                 node, started = ran.running[t.id]
-                speed = next((n.speed for n in nodes if n.id == node), 1.0)
-                whole = t.costs[node] if t.costs and node in t.costs else t.runtime / speed
+                whole = declared_runtime(t, node, next((n.speed for n in nodes if n.id == node), 1.0))
                 left = max(whole - (body.at - started), 0.0)
                 tasks.append(t.model_copy(update={"costs": {node: left}}))
                 pins[t.id] = node

@@ -27,10 +27,10 @@ class Truth:
 
     def true_exec_s(self, task: Any, node: Any) -> float:
         """The expected true runtime of `task` on `node` (a NodeState), noise aside."""
-        from dagsched.service.calibration import task_name
+        from dagsched.service.calibration import declared_runtime, task_name
 
-        declared = task.costs[node.id] if task.costs and node.id in task.costs else task.runtime / node.speed
-        return float(declared * self.task_factor.get(task_name(task), 1.0) / self.node_speed.get(node.id, 1.0))
+        declared = declared_runtime(task, node.id, node.speed)
+        return declared * self.task_factor.get(task_name(task), 1.0) / self.node_speed.get(node.id, 1.0)
 
 
 def true_problem(request: Mapping[str, Any], truth: Truth) -> CompiledProblem:
