@@ -143,32 +143,19 @@ def gap(
     import json
     import time
 
-    import sqlalchemy as sa
-
     from dagsched.console import console, fail, parse_duration
     from dagsched.model.errors import InputError
     from dagsched.service.calibration import estimate
     from dagsched.service.config import Calibration
-    from dagsched.service.finetune import check_store_url
+    from dagsched.service.finetune import reading
     from dagsched.service.gap import gap_report, print_report
     from dagsched.service.reality import read_runs
-    from dagsched.service.store import Store
 
     try:
         window_s = parse_duration(since)
-        url = check_store_url(store)
-        try:
-            db = Store(url, create=False)
-        except sa.exc.SQLAlchemyError as err:
-            raise InputError("--store", f"cannot open the store: {type(err).__name__}: {err}") from None
-        now = time.time()
-        settings = Calibration()
-        try:
+        now, settings = time.time(), Calibration()
+        with reading(store, "plans and events") as db:
             log = read_runs(db, now - window_s, env, limit, settings.outlier_bound, now)
-        except sa.exc.SQLAlchemyError as err:
-            raise InputError("--store", f"cannot read plans and events: {type(err).__name__}: {err}") from None
-        finally:
-            db.close()
     except InputError as err:
         raise fail(err) from None
     clean_runs = sum(1 for r in log.runs if r.clean and r.tasks)

@@ -9,7 +9,8 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -83,6 +84,25 @@ def check_store_url(url: str) -> str:
     return full
 
 
+@contextmanager
+def reading(url: str, what: str) -> Iterator[Any]:
+    """The store at `url` opened to read `what` (`--store` errors when it cannot be opened or read), closed after."""
+    import sqlalchemy as sa
+
+    from dagsched.service.store import Store
+
+    try:
+        store = Store(check_store_url(url), create=False)
+    except sa.exc.SQLAlchemyError as err:
+        raise InputError("--store", f"cannot open the store: {type(err).__name__}: {err}") from None
+    try:
+        yield store
+    except sa.exc.SQLAlchemyError as err:
+        raise InputError("--store", f"cannot read {what}: {type(err).__name__}: {err}") from None
+    finally:
+        store.close()
+
+
 def read_logged_problems(
     url: str,
     environment: str,
@@ -95,30 +115,19 @@ def read_logged_problems(
     reality: dict[str, Any] | None = None,
 ) -> tuple[list[LoggedProblem], list[str]]:
     """First plans of `environment` newer than `since_s` as problems, and why some could not be rebuilt."""
-    import sqlalchemy as sa
-
     from dagsched.io import workflow_from_dict
     from dagsched.service.calibration import Factors, calibrate
     from dagsched.service.problem import build_problem
     from dagsched.service.schemas import ScheduleRequest
-    from dagsched.service.store import Store
 
     now = time.time() if now is None else now
     cutoff = now - since_s
-    try:
-        store = Store(check_store_url(url), create=False)
-    except sa.exc.SQLAlchemyError as err:
-        raise InputError("--store", f"cannot open the store: {type(err).__name__}: {err}") from None
     factors = Factors()
-    try:
+    with reading(url, "the plans table") as store:
         rows = store.plans.first_plans(environment, cutoff, max_problems)
         labels = [] if rows else store.plans.per_environment(cutoff)
         if rows and runtimes == "executed":  # calibrated by the executed runs in the window, after their audit
             factors = _executed_factors(store, environment, cutoff, now, allow_faults, outlier_bound, reality)
-    except sa.exc.SQLAlchemyError as err:
-        raise InputError("--store", f"cannot read the plans table: {type(err).__name__}: {err}") from None
-    finally:
-        store.close()
     if not rows:
         present = ", ".join(f"{label} ({n})" for label, n in labels) or "none"
         raise InputError(
