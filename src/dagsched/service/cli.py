@@ -12,25 +12,21 @@ import typer
 
 
 def serve(
-    config: Annotated[
-        Path | None, typer.Option("--config", help="runtime config (YAML/JSON), re-read on SIGHUP")
-    ] = None,
-    host: Annotated[str, typer.Option("--host", help="interface to listen on")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="TCP port")] = 8080,
+    config: Annotated[Path | None, typer.Option(help="runtime config (YAML/JSON), re-read on SIGHUP")] = None,
+    host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port")] = 8080,
     store: Annotated[
-        str | None, typer.Option("--store", help="decision store URL: sqlite:///file.sqlite or postgresql://...")
+        str | None, typer.Option(help="decision store URL: sqlite:///file.sqlite or postgresql://...")
     ] = None,
-    model: Annotated[Path | None, typer.Option("--model", help="policy path stem (.safetensors + .json)")] = None,
-    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level")] = "info",
-    workers: Annotated[
-        int, typer.Option("--workers", min=1, help="worker processes on the one port (each loads the policy)")
-    ] = 1,
+    model: Annotated[Path | None, typer.Option(help="policy path stem (.safetensors + .json)")] = None,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
+    workers: Annotated[int, typer.Option(min=1, help="worker processes on the one port (each loads the policy)")] = 1,
     report_dir: Annotated[
-        Path | None, typer.Option("--report-dir", help="a benchmark report folder whose figures the dashboard shows")
+        Path | None, typer.Option(help="a benchmark report folder whose figures the dashboard shows")
     ] = None,
     grpc_port: Annotated[
         int | None,
-        typer.Option("--grpc-port", min=0, max=65535, help="also serve the gRPC API (dagsched.proto) on this port"),
+        typer.Option(min=0, max=65535, help="also serve the gRPC API (dagsched.proto) on this port"),
     ] = None,
 ) -> None:
     """Serve plans over HTTP (FastAPI + uvicorn), and over gRPC with --grpc-port: /v1/schedule, model hot swap,
@@ -129,12 +125,10 @@ def _run_workers(config: Any) -> None:
 
 
 def gap(
-    store: Annotated[str, typer.Option("--store", help="decision store URL: sqlite:///file.sqlite or postgresql://")],
-    since: Annotated[str, typer.Option("--since", help="window of plans read: 30m, 24h, 7d")] = "7d",
-    env: Annotated[
-        str | None, typer.Option("--env", help="environment label of the runs read (default: every one)")
-    ] = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, help="newest executed runs read at most")] = 2000,
+    store: Annotated[str, typer.Option(help="decision store URL: sqlite:///file.sqlite or postgresql://")],
+    since: Annotated[str, typer.Option(help="window of plans read: 30m, 24h, 7d")] = "7d",
+    env: Annotated[str | None, typer.Option(help="environment label of the runs read (default: every one)")] = None,
+    limit: Annotated[int, typer.Option(min=1, help="newest executed runs read at most")] = 2000,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
     """The gap between plan and reality in a decision store: actual/declared runtime per task name, workflow, node
