@@ -155,19 +155,13 @@ def _node(n: pb.NodeState) -> dict[str, Any]:
     return _given(n, out, ("speed", "bandwidth"), ("labels",))
 
 
+_PLAN_FIELDS = ("plan_id", "scheduler", "fallback", "makespan", "cost", "requested_scheduler", "workflow", "notes")
+"""The Plan message's fields that a /v1/schedule response always has, as they are."""
+
+
 def plan_message(r: dict[str, Any]) -> pb.Plan:
     """A /v1/schedule response as a Plan message (filled in place: several times faster than nested constructors)."""
-    msg = pb.Plan(
-        plan_id=r["plan_id"],
-        scheduler=r["scheduler"],
-        fallback=r["fallback"],
-        makespan=r["makespan"],
-        cost=r["cost"],
-        requested_scheduler=r["requested_scheduler"],
-        workflow=r["workflow"],
-        notes=r["notes"],
-        root_id=r["root_id"] or r["plan_id"],
-    )
+    msg = pb.Plan(**{k: r[k] for k in _PLAN_FIELDS}, root_id=r["root_id"] or r["plan_id"])
     add = msg.assignments.add
     for a in r["assignments"]:
         e = a["evidence"]
@@ -280,13 +274,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         data = {"plan_id": request.plan_id, "kind": request.kind, "at": request.at}
         data = _given(request, data, ("task", "node", "elapsed_s"))
         out = self.state.replanning.apply(parse(EventRequest, data), self.state.config)
-        msg = pb.EventReply(
-            plan_id=out["plan_id"],
-            root_id=out["root_id"],
-            replanned=out["replanned"],
-            reason=out["reason"],
-            migrated=out["migrated"],
-        )
+        msg = pb.EventReply(**{k: out[k] for k in ("plan_id", "root_id", "replanned", "reason", "migrated")})
         msg.changed.update({"changed": out["changed"]})
         return msg
 
