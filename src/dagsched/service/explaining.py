@@ -9,7 +9,6 @@ from dagsched.schedulers import make_scheduler, registered_names
 from dagsched.service.config import RuntimeConfig, needs_policy
 from dagsched.service.models import ModelManager
 from dagsched.service.problem import build_problem
-from dagsched.service.refusals import NotFound
 from dagsched.service.schemas import ScheduleRequest
 from dagsched.service.store.plans import Plans
 
@@ -20,9 +19,7 @@ def explain(
     """The explanation of the stored plan `plan_id` (with `task`: that task's attributions too)."""
     from dagsched.explain.plan import explain_plan
 
-    row = plans.get(plan_id)
-    if row is None:
-        raise NotFound(f"plan_id: no plan '{plan_id}'")
+    row = plans.require(plan_id)
     request = row["request"]
     why_not: str | None = None
     if "replan_of" in request:

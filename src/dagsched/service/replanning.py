@@ -16,7 +16,7 @@ from dagsched.service.chain import OVERRUN_RATIO, WhatRan, fold, overran
 from dagsched.service.config import RuntimeConfig
 from dagsched.service.metrics import ServiceMetrics
 from dagsched.service.planner import Planner
-from dagsched.service.refusals import Conflict, NotFound
+from dagsched.service.refusals import Conflict
 from dagsched.service.schemas import EventRequest, ScheduleRequest
 from dagsched.service.store.events import Events
 from dagsched.service.store.plans import Plans
@@ -34,9 +34,7 @@ class Replanning:
 
     def apply(self, body: EventRequest, config: RuntimeConfig) -> dict[str, Any]:
         """Record `body` on its plan's chain; re-plan the affected tasks; the assignments that changed."""
-        plan = self.plans.get(body.plan_id)
-        if plan is None:
-            raise NotFound(f"plan_id: no plan '{body.plan_id}'")
+        plan = self.plans.require(body.plan_id)
         root = self.plans.get(plan["root_id"]) or plan
         latest = self.plans.latest_revision(root["id"]) or plan
         planned = {a["task"]: a for a in latest["response"]["assignments"]}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, Query
 
 from dagsched.io import workflow_from_dict
 from dagsched.service import explaining
@@ -13,13 +13,6 @@ from dagsched.service.schemas import ExplainResponse, PlanGraph, PlanList
 from dagsched.service.state import State
 
 router = APIRouter(tags=["plans"])
-
-
-def _plan(state: State, plan_id: str) -> dict[str, Any]:
-    row = state.store.plans.get(plan_id)
-    if row is None:
-        raise HTTPException(404, f"plan_id: no plan '{plan_id}'")
-    return row
 
 
 @router.get("/v1/plans", response_model=PlanList)
@@ -46,14 +39,14 @@ def list_plans(
 @router.get("/v1/plans/{plan_id}")
 def get_plan(plan_id: str, state: State) -> dict[str, Any]:
     """The stored plan (the response /v1/schedule gave), with when and by which model it was made."""
-    row = _plan(state, plan_id)
+    row = state.store.plans.require(plan_id)
     return {**row["response"], "created_at": row["created_at"], "environment": row["environment"]}
 
 
 @router.get("/v1/plans/{plan_id}/graph", response_model=PlanGraph)
 def plan_graph(plan_id: str, state: State) -> dict[str, Any]:
     """The plan's workflow as a DAG (tasks with their node and times, edges with their data) and its nodes."""
-    row = _plan(state, plan_id)
+    row = state.store.plans.require(plan_id)
     request = row["request"]
     wf = workflow_from_dict(request["workflow"])
     placed = {a["task"]: a for a in row["response"]["assignments"]}

@@ -9,6 +9,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from dagsched.service.refusals import NotFound
 from dagsched.service.store.engine import Part
 from dagsched.service.store.schema import decisions, plans, shadow
 
@@ -42,6 +43,13 @@ class Plans(Part):
 
     def get(self, plan_id: str) -> dict[str, Any] | None:
         return self._first(sa.select(plans).where(plans.c.id == plan_id))
+
+    def require(self, plan_id: str) -> dict[str, Any]:
+        """The plan `plan_id`; NotFound (HTTP 404, gRPC NOT_FOUND) naming it when there is none."""
+        row = self.get(plan_id)
+        if row is None:
+            raise NotFound(f"plan_id: no plan '{plan_id}'")
+        return row
 
     def latest_revision(self, root_id: str) -> dict[str, Any] | None:
         """The newest plan of a chain (the first plan or its latest re-plan)."""
