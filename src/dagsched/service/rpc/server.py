@@ -4,8 +4,10 @@ the same use cases with the same errors as status codes (docs/service.md, "gRPC"
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
+import threading
 from collections.abc import Callable
 from concurrent import futures
 from typing import Any
@@ -288,45 +290,31 @@ class Server:
     """The gRPC server of one process, on an event loop of its own thread."""
 
     def __init__(self, state: ServiceState, host: str, port: int) -> None:
-        import asyncio
-        import threading
-
         self.loop = asyncio.new_event_loop()
-        self.port = 0
-        started = threading.Event()
-        failure: list[BaseException] = []
-
-        async def serve() -> None:
-            limit = state.settings.max_body_bytes
-            self.server = grpc.aio.server(
-                interceptors=[_DecodeRequests()],
-                options=[("grpc.max_receive_message_length", limit), ("grpc.so_reuseport", 1)],
-            )
-            pb_grpc.add_SchedulerServicer_to_server(SchedulerService(state), self.server)
-            self.port = self.server.add_insecure_port(f"{host}:{port}")
-            await self.server.start()
-
-        def run() -> None:
-            asyncio.set_event_loop(self.loop)
-            try:
-                self.loop.run_until_complete(serve())
-            except BaseException as err:  # noqa: BLE001  (handed to the starting thread)
-                failure.append(err)
-                started.set()
-                return
-            started.set()
-            self.loop.run_forever()
-
-        self.thread = threading.Thread(target=run, name="dagsched-grpc", daemon=True)
+        self.thread = threading.Thread(target=self.loop.run_forever, name="dagsched-grpc", daemon=True)
         self.thread.start()
-        started.wait(60)
-        if failure or not self.port:
-            raise RuntimeError(f"gRPC: cannot listen on {host}:{port}: {failure[0] if failure else 'port in use'}")
+        why = "port in use"
+        try:
+            self.port = asyncio.run_coroutine_threadsafe(self._serve(state, f"{host}:{port}"), self.loop).result(60)
+        except Exception as err:  # noqa: BLE001  (said below, as why it cannot listen)
+            self.port, why = 0, str(err) or type(err).__name__
+        if not self.port:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            raise RuntimeError(f"gRPC: cannot listen on {host}:{port}: {why}")
         log.info("gRPC on %s:%d", host, self.port)
 
-    def stop(self, grace: float = 2.0) -> None:
-        import asyncio
+    async def _serve(self, state: ServiceState, address: str) -> int:
+        limit = state.settings.max_body_bytes
+        self.server = grpc.aio.server(
+            interceptors=[_DecodeRequests()],
+            options=[("grpc.max_receive_message_length", limit), ("grpc.so_reuseport", 1)],
+        )
+        pb_grpc.add_SchedulerServicer_to_server(SchedulerService(state), self.server)
+        port: int = self.server.add_insecure_port(address)
+        await self.server.start()
+        return port
 
+    def stop(self, grace: float = 2.0) -> None:
         asyncio.run_coroutine_threadsafe(self.server.stop(grace), self.loop).result(timeout=grace + 10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=10)
