@@ -24,10 +24,8 @@ from dagsched.service.metrics import ServiceMetrics
 from dagsched.service.models import ModelManager, safe_name
 from dagsched.service.planner import Planned, Planner, Route
 from dagsched.service.reality import rebuild
-from dagsched.service.store.events import Events
-from dagsched.service.store.models import Models
-from dagsched.service.store.plans import Plans
-from dagsched.service.store.runtime import Runtime
+from dagsched.service.settings import Settings
+from dagsched.service.store import Store
 
 log = logging.getLogger("dagsched.service")
 
@@ -60,16 +58,14 @@ class CanaryController:
 
     planner: Planner
     plan_lock: threading.Lock
-    stores: tuple[Plans, Events, Models, Runtime]
+    store: Store
     metrics: ServiceMetrics
     live_config: Callable[[], RuntimeConfig]
     publisher: ConfigPublisher
-    model_dir: Path
-    max_upload_bytes: int
-    environment: str
+    settings: Settings  # model_dir (candidates are loaded in its `canary` folder), max_upload_bytes, environment
 
     def __post_init__(self) -> None:
-        self.plans, self.events, self.model_store, self.runtime = self.stores
+        self.plans, self.events, self.runtime = self.store.plans, self.store.events, self.store.runtime
         self.breaker = Breaker()
         """the model-version candidate's own breaker (a scheduler candidate that needs a policy uses the planner's)"""
         self._models: tuple[str, ModelManager] | None = None
@@ -93,10 +89,10 @@ class CanaryController:
         with self._lock:
             if self._models is not None and self._models[0] == c.id:
                 return self._models[1]
-            folder = self.model_dir / "canary"
-            models = ModelManager(folder, self.max_upload_bytes)
+            folder = self.settings.model_dir / "canary"
+            models = ModelManager(folder, self.settings.max_upload_bytes)
             version = str(c.model_version)
-            blob = self.model_store.blob_by_version(version)
+            blob = self.store.models.blob_by_version(version)
             if blob is None:
                 models.error = f"candidate model '{version}' is not in the store (upload it first)"
             else:
@@ -138,7 +134,7 @@ class CanaryController:
                 "other_scheduler": other_name if c.model_version is None or route.arm == "candidate" else c.candidate,
                 "other_makespan": other.metrics.makespan if other is not None else None,
                 "fallback": live["fallback"],
-                "environment": self.environment,
+                "environment": self.settings.environment,
             }
         )
         if route.arm == "candidate" and live["fallback"]:
@@ -279,7 +275,7 @@ class CanaryController:
         models = self.candidate_models(c)
         if models.current is None:
             return
-        self.publisher.serve_model(self.model_dir / "canary" / safe_name(str(c.model_version)), "canary")
+        self.publisher.serve_model(self.settings.model_dir / "canary" / safe_name(str(c.model_version)), "canary")
 
     @staticmethod
     def _row(

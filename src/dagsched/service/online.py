@@ -18,8 +18,8 @@ from dagsched.rl.finetune import FinetuneConfig, evaluate
 from dagsched.service.config import RuntimeConfig
 from dagsched.service.metrics import ServiceMetrics
 from dagsched.service.models import LoadedModel
-from dagsched.service.store.leases import Leases
-from dagsched.service.store.runtime import Runtime
+from dagsched.service.settings import Settings
+from dagsched.service.store import Store
 
 log = logging.getLogger("dagsched.service")
 
@@ -33,15 +33,12 @@ SKEW_GAP_S = 600.0
 class OnlineFinetuner:
     """The online fine-tunes of one replica."""
 
-    leases: Leases
-    runtime: Runtime
+    store: Store
     metrics: ServiceMetrics
     live_config: Callable[[], RuntimeConfig]
     serving: Callable[[], LoadedModel | None]  # the policy this replica serves now
     ship_model: Callable[[bytes, bytes, str], LoadedModel]  # validates, swaps in and publishes a policy's files
-    store_url: str
-    environment: str
-    model_dir: Path
+    settings: Settings  # store_url (what a fine-tune reads), environment, model_dir (where it writes)
 
     def __post_init__(self) -> None:
         self.judge = evaluate  # how old and new are compared on held-out problems (replaceable in tests)
@@ -90,21 +87,21 @@ class OnlineFinetuner:
         from dagsched.service.finetune import run
 
         config = self.live_config()
-        if not self.leases.take(LEASE, self.holder, 6 * 3600.0):
+        if not self.store.leases.take(LEASE, self.holder, 6 * 3600.0):
             return None
         self.last_run = time.monotonic()
-        row: dict[str, Any] = {"trigger": trigger, "environment": self.environment, "started_at": time.time()}
+        row: dict[str, Any] = {"trigger": trigger, "environment": self.settings.environment, "started_at": time.time()}
         try:
             outcome = None
             for runtimes in ("executed", "requested"):
                 cfg = FinetuneConfig(
-                    store=self.store_url,
-                    env=self.environment,
+                    store=self.settings.store_url,
+                    env=self.settings.environment,
                     since=f"{max(1, round(config.online_ft_window))}s",
                     runtimes=runtimes,
                     allow_faults=True,
                     outlier_bound=config.calibration.outlier_bound,
-                    out=str(self.model_dir / "finetuned"),
+                    out=str(self.settings.model_dir / "finetuned"),
                 )
                 try:
                     outcome = run(cfg, current=self.serving(), judge=self.judge, ship=self._ship)
@@ -136,9 +133,9 @@ class OnlineFinetuner:
         except Exception as err:  # noqa: BLE001
             row |= {"verdict": "failed", "mean_ratio": None, "version": None, "reason": repr(err), "report": {}}
         finally:
-            self.leases.release(LEASE, self.holder)
+            self.store.leases.release(LEASE, self.holder)
         row["finished_at"] = time.time()
-        self.runtime.add_finetune_run(row)
+        self.store.runtime.add_finetune_run(row)
         self.metrics.finetune_runs.labels(trigger=trigger, verdict=row["verdict"]).inc()
         log.info("online fine-tune (%s): %s: %s", trigger, row["verdict"], row["reason"])
         return row

@@ -54,17 +54,8 @@ class ServiceState:
         self.planner = Planner(
             self.models, self.metrics, settings.environment, settings.max_tasks, calibrator=self.calibrator
         )
-        stores = (self.store.plans, self.store.events, self.store.models, self.store.runtime)
         self.canary = CanaryController(
-            self.planner,
-            plan_lock,
-            stores,
-            self.metrics,
-            lambda: self.config,
-            self,
-            Path(settings.model_dir),
-            settings.max_upload_bytes,
-            settings.environment,
+            self.planner, plan_lock, self.store, self.metrics, lambda: self.config, self, settings
         )
         self.planner.router = self.canary.route
         self.planning = Planning(
@@ -74,15 +65,7 @@ class ServiceState:
             self.store.plans, self.store.events, self.planner, self.metrics, lambda: self.canary.evaluate()
         )
         self.online = OnlineFinetuner(
-            self.store.leases,
-            self.store.runtime,
-            self.metrics,
-            lambda: self.config,
-            lambda: self.models.current,
-            self.ship_model,
-            settings.store_url,
-            settings.environment,
-            Path(settings.model_dir),
+            self.store, self.metrics, lambda: self.config, lambda: self.models.current, self.ship_model, settings
         )
         self.planner.skew.on_trip = lambda _std: self.online.request("skew")
         self.grpc_port: int | None = None  # where this process also serves gRPC (set when the server starts)
