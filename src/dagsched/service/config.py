@@ -21,10 +21,10 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
-from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic import AfterValidator, Field, PrivateAttr, field_validator, model_validator
 
 from dagsched.model.errors import InputError, parse
 from dagsched.service.rules import Rule, compile_rules
@@ -49,6 +49,10 @@ def known_scheduler(name: str | None) -> str | None:
     if name is None or name in registered_names():
         return name
     raise ValueError(f"unknown scheduler '{name}'; known: {', '.join(registered_names())}")
+
+
+SchedulerName = Annotated[str, AfterValidator(known_scheduler)]
+"""A config field naming a scheduler: refused, with the known ones, unless it is registered."""
 
 
 def needs_policy(name: str | None) -> bool:
@@ -92,18 +96,13 @@ class Canary(Strict):
     """A staged release: `fraction` of workflows (sticky by a hash of the workflow name) planned by the candidate."""
 
     id: str | None = Field(None, max_length=64, description="set when the canary starts; names its steps")
-    scheduler: str | None = Field(None, description="candidate scheduler (registered name)")
+    scheduler: SchedulerName | None = Field(None, description="candidate scheduler (registered name)")
     model_version: str | None = Field(None, max_length=128, description="candidate policy version (in the store)")
     fraction: float = Field(0.01, ge=0, le=1, description="share of workflows the candidate plans now")
     stages: list[float] = Field(default_factory=lambda: [0.01, 0.1, 0.5, 1.0], min_length=1)
     min_workflows: int = Field(20, ge=1, description="executed workflows per arm before a stage is judged")
     margin: float = Field(0.02, ge=0, lt=1, description="no worse: candidate/default achieved makespan <= 1 + margin")
     max_errors: int = Field(3, ge=1, description="candidate plans that fail (fall back) before a rollback")
-
-    @field_validator("scheduler")
-    @classmethod
-    def _known(cls, name: str | None) -> str | None:
-        return known_scheduler(name)
 
     @field_validator("stages")
     @classmethod
@@ -128,7 +127,7 @@ class Canary(Strict):
 class RuntimeConfig(Strict):
     """The live, hot-reloadable config of a service process."""
 
-    default_scheduler: str = Field(
+    default_scheduler: SchedulerName = Field(
         DEFAULT_SCHEDULER, description="scheduler of /v1/schedule when the request names none"
     )
     decision_deadline_ms: float = Field(
@@ -137,7 +136,7 @@ class RuntimeConfig(Strict):
     rules: dict[str, str] = Field(default_factory=dict, description="node filter rules, name -> expression")
     breaker: Breaker = Field(default_factory=Breaker)
     skew: Skew = Field(default_factory=Skew)
-    shadow: str | None = Field(None, description="scheduler that also plans every request, for comparison")
+    shadow: SchedulerName | None = Field(None, description="scheduler that also plans every request, for comparison")
     reward_weights: ObjectiveWeights = Field(default_factory=ObjectiveWeights)
     calibration: Calibration = Field(default_factory=Calibration)
     canary: Canary | None = Field(None, description="a candidate released in stages; None: no canary")
@@ -147,11 +146,6 @@ class RuntimeConfig(Strict):
     online_ft_window: float = Field(86400.0, ge=60, description="seconds of logged plans an online fine-tune reads")
 
     _compiled: list[Rule] = PrivateAttr(default_factory=list)
-
-    @field_validator("default_scheduler", "shadow")
-    @classmethod
-    def _known_scheduler(cls, name: str | None) -> str | None:
-        return known_scheduler(name)
 
     @field_validator("online_ft_interval", "online_ft_window", mode="before")
     @classmethod
