@@ -33,6 +33,14 @@ class Part:
             row = conn.execute(q).mappings().first()
         return dict(row) if row else None
 
+    def _rows_in(self, q: Any, column: Any, values: list[str]) -> list[dict[str, Any]]:
+        """`_rows` of `q` where `column` is one of `values`, 500 a statement (its bound parameters are limited)."""
+        out: list[dict[str, Any]] = []
+        with self.engine.connect() as conn:
+            for i in range(0, len(values), 500):
+                out += [dict(r) for r in conn.execute(q.where(column.in_(values[i : i + 500]))).mappings()]
+        return out
+
     def _insert(self, table: sa.Table, **values: Any) -> None:
         with self.engine.begin() as conn:
             conn.execute(table.insert().values(**values))

@@ -29,12 +29,8 @@ class Events(Part):
     def of_chains(self, root_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
         """The events of each chain, in the order they were stored (not sorted by time: an audit checks that)."""
         out: dict[str, list[dict[str, Any]]] = {r: [] for r in root_ids}
-        with self.engine.connect() as conn:
-            for i in range(0, len(root_ids), 500):
-                chunk = root_ids[i : i + 500]
-                q = sa.select(events).where(events.c.root_id.in_(chunk)).order_by(events.c.id)
-                for row in conn.execute(q).mappings():
-                    out[row["root_id"]].append(dict(row))
+        for row in self._rows_in(sa.select(events).order_by(events.c.id), events.c.root_id, root_ids):
+            out[row["root_id"]].append(row)
         return out
 
     def executed_roots(self, since: float, environment: str | None, limit: int) -> list[dict[str, Any]]:
@@ -62,16 +58,12 @@ class Events(Part):
 
     def foreign_replans(self, root_ids: list[str], environment: str) -> list[tuple[str, str, str]]:
         """(root id, plan id, label) of the re-plans of those chains stored with another environment label."""
-        out: list[tuple[str, str, str]] = []
-        with self.engine.connect() as conn:
-            for i in range(0, len(root_ids), 500):
-                q = sa.select(plans.c.root_id, plans.c.id, plans.c.environment).where(
-                    plans.c.root_id.in_(root_ids[i : i + 500]),
-                    plans.c.id != plans.c.root_id,
-                    plans.c.environment != environment,
-                )
-                out += [(str(r), str(p), str(e)) for r, p, e in conn.execute(q)]
-        return out
+        q = sa.select(plans.c.root_id, plans.c.id, plans.c.environment)
+        q = q.where(plans.c.id != plans.c.root_id, plans.c.environment != environment)
+        return [
+            (str(r["root_id"]), str(r["id"]), str(r["environment"]))
+            for r in self._rows_in(q, plans.c.root_id, root_ids)
+        ]
 
     def after(self, after_id: int, created_since: float) -> list[tuple[int, str]]:
         """(id, root_id) of the events stored after event `after_id` and at or after `created_since`, in order."""

@@ -133,12 +133,7 @@ class Plans(Part):
 
     def by_ids(self, ids: builtins.list[str]) -> builtins.list[dict[str, Any]]:
         """Whole plan rows by id (those that exist)."""
-        out: builtins.list[dict[str, Any]] = []
-        with self.engine.connect() as conn:
-            for i in range(0, len(ids), 500):
-                q = sa.select(plans).where(plans.c.id.in_(ids[i : i + 500]))
-                out += [dict(r) for r in conn.execute(q).mappings()]
-        return out
+        return self._rows_in(sa.select(plans), plans.c.id, ids)
 
     def add_shadow(self, row: Mapping[str, Any]) -> None:
         self._insert(shadow, created_at=time.time(), **row)
