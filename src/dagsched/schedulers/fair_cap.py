@@ -26,7 +26,7 @@ import numpy as np
 
 from dagsched.schedulers.base import register
 from dagsched.schedulers.fair import WeightedFair
-from dagsched.schedulers.levers import capped_order, up_capacity
+from dagsched.schedulers.levers import capped_order, over_cap, up_capacity, weighted_fair_caps
 from dagsched.sim.decision import Decision, DecisionPoint
 
 CAP_FACTOR = 4.0
@@ -50,9 +50,8 @@ class WeightedFairCap(WeightedFair):
     def decide(self, dp: DecisionPoint) -> Decision:
         self.cap_total = up_capacity(dp)
         ready_wf = np.unique(self.cp.task_wf[dp.ready]).astype(np.int64)
-        weight = np.maximum(dp.work_left(self.work)[ready_wf], 1e-9) ** self.alpha
         self.cap_share = np.zeros(self.cp.n_workflows)
-        self.cap_share[ready_wf] = self.cap_factor * weight / weight.sum()
+        self.cap_share[ready_wf] = weighted_fair_caps(dp.work_left(self.work)[ready_wf], self.cap_factor, self.alpha)
         return super().decide(dp)
 
     def at_cap(self, t: int) -> bool:
@@ -62,7 +61,7 @@ class WeightedFairCap(WeightedFair):
 
     def order(self, ready: list[int]) -> Iterator[int]:
         # a workflow at its cap now stays there for this decision (what it holds only grows): its tasks go at once
-        capped = self.held.any(axis=1) & (np.max(self.held / self.cap_total, axis=1) >= self.cap_share)
+        capped = over_cap(self.held, self.cap_total, self.cap_share)
         task_wf = self.cp.task_wf
         open_now = [t for t in ready if not capped[task_wf[t]]]
         yield from capped_order(super().order(open_now), self.at_cap, strict=True)

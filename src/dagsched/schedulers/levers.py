@@ -62,3 +62,34 @@ def capped_order(order: Iterable[int], at_cap: Callable[[int], bool], strict: bo
             yield t
     if not strict:
         yield from later
+
+
+def weighted_fair_caps(left: FloatArray, factor: FloatArray | float, alpha: float) -> FloatArray:
+    """Cap shares of the workflows with a ready task (`left`: their work left): `factor` times each one's weighted
+    fair share, weight = work left^alpha over the sum of the weights (`fair_cap`'s, and `drl_stream`'s with a factor
+    per workflow). O(w)."""
+    weight = np.maximum(left, 1e-9) ** alpha
+    return np.asarray(factor * weight / weight.sum(), dtype=np.float64)
+
+
+def over_cap(held: FloatArray, total: FloatArray, cap_share: FloatArray) -> npt.NDArray[np.bool_]:
+    """Per workflow (rows of `held`, what its running tasks hold): whether its dominant share of `total` has reached
+    its `cap_share`. A workflow holding nothing is never over its cap, so a hard cap never stalls a run. O(w)."""
+    return np.asarray(held.any(axis=1) & (np.max(held / total, axis=1) >= cap_share), dtype=bool)
+
+
+def admission_holds(
+    left: FloatArray,
+    admitted: npt.NDArray[np.bool_],
+    busy: float,
+    saturated: FloatArray | float,
+    ratio: FloatArray | float = 1.0,
+) -> npt.NDArray[np.bool_]:
+    """Per workflow with a ready task (`left`: its work left; `admitted`: whether a task of it has started): whether it
+    waits at this decision. One not yet admitted waits while the busy share of cores `busy` is at least its
+    `saturated` and an admitted workflow with a ready task has less work left than `ratio` times its own
+    (`srpt_admit`'s rule at ratio 1; `drl_stream` sets both per workflow). O(w)."""
+    if not admitted.any():
+        return np.zeros(len(left), dtype=bool)
+    shortest = float(left[admitted].min())
+    return np.asarray(~admitted & (busy >= saturated) & (left > ratio * shortest), dtype=bool)

@@ -21,7 +21,7 @@ import numpy as np
 
 from dagsched.model.compiled import CompiledProblem
 from dagsched.schedulers.base import register
-from dagsched.schedulers.levers import up_capacity
+from dagsched.schedulers.levers import admission_holds, up_capacity
 from dagsched.schedulers.srpt_hold import HOLD_MARGIN, SRPTHold
 from dagsched.sim.decision import Decision, DecisionPoint
 
@@ -62,10 +62,6 @@ class SRPTAdmit(SRPTHold):
         if self.busy < self.saturated:
             yield from super().order(ready)
             return
-        ready_wf = wf[np.asarray(ready, dtype=np.int64)]
-        started = self.admitted[ready_wf]
-        shortest = float(left[ready_wf[started]].min()) if started.any() else np.inf
-        for t in super().order(ready):
-            w = int(wf[t])
-            if self.admitted[w] or float(left[w]) <= shortest:
-                yield t
+        ready_wf = np.unique(wf[np.asarray(ready, dtype=np.int64)])
+        waits = set(ready_wf[admission_holds(left[ready_wf], self.admitted[ready_wf], self.busy, self.saturated)].tolist())
+        yield from (t for t in super().order(ready) if int(wf[t]) not in waits)
