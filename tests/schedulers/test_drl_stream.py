@@ -1,10 +1,13 @@
-"""The learned dispatch index: srpt_hold written as its network is srpt_hold; order, hold and node heads act as set.
+"""The learned dispatch index: srpt_hold written as its network is srpt_hold; order, hold and node heads act as set;
+the cap and admission heads start at the hand rules' values and switch off.
 
-Cloud mode without noise on tiny hand-made cases (exact times), and one small stream in the `shared` mode
-compared attempt for attempt with srpt_hold.
+Cloud mode without noise on tiny hand-made cases (exact times), and small streams in the `shared` mode compared
+attempt for attempt with srpt_hold and srpt_admit.
 """
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
@@ -13,9 +16,19 @@ from dagsched.generate import cluster_preset
 from dagsched.generate.streams import generate_stream
 from dagsched.model import Cluster, Node, Problem, Task, Workflow, compile_problem
 from dagsched.model.errors import InputError
-from dagsched.policy.stream_index import FEATURES, NODE_FEATURES, IndexNet, StreamContext
+from dagsched.policy.stream_index import (
+    FEATURES,
+    LEVER_PARAMS,
+    N_WORKFLOW_FEATURES,
+    NODE_FEATURES,
+    IndexNet,
+    StreamContext,
+    lever_heads,
+)
 from dagsched.schedulers import simulate
 from dagsched.schedulers.drl_stream import DRLStream
+from dagsched.schedulers.fair_cap import CAP_FACTOR
+from dagsched.schedulers.srpt_admit import SATURATED, SRPTAdmit
 from dagsched.schedulers.srpt_hold import SRPTHold
 from dagsched.sim.config import SimConfig, mode_settings
 from dagsched.sim.engine import Simulator
@@ -37,14 +50,73 @@ def _attempts(cp, scheduler, config, seed=3):
 
 @pytest.mark.parametrize("arrival", ["poisson", "bursty"])
 def test_srpt_hold_written_as_the_network_runs_srpt_holds_schedule(arrival: str) -> None:
-    """Scores ordering like srpt_hold's key, its margin and the earliest-finish node: the same attempts, holds, wakes
-    and failures included, on a 12-workflow stream at load 0.9 in the shared mode; with the hold off, the same as
-    srpt_hold that never holds."""
+    """Scores ordering like srpt_hold's key, its margin and the earliest-finish node, cap and admission off: the same
+    attempts, holds, wakes and failures included, on a 12-workflow stream at load 0.9 in the shared mode; with the
+    hold off, the same as srpt_hold that never holds."""
     stream = generate_stream(cluster_preset("hetero-16"), 12, 0.9, arrival, seed=7)
     cp = compile_problem(stream.problem())
     config = SimConfig(**mode_settings("shared"))
-    assert _attempts(cp, DRLStream(srpt_as_net()), config) == _attempts(cp, SRPTHold(), config)
-    assert _attempts(cp, DRLStream(srpt_as_net(), hold=False), config) == _attempts(cp, SRPTHold(None), config)
+    net = srpt_as_net()
+    assert _attempts(cp, DRLStream(net, cap=False, admit=False), config) == _attempts(cp, SRPTHold(), config)
+    no_hold = DRLStream(net, hold=False, cap=False, admit=False)
+    assert _attempts(cp, no_hold, config) == _attempts(cp, SRPTHold(None), config)
+
+
+def _homog8_stream():
+    return compile_problem(generate_stream(cluster_preset("homog-8"), 12, 0.9, "poisson", seed=7).problem())
+
+
+def test_the_admission_head_starts_as_srpt_admit() -> None:
+    """srpt_hold's order with the cap off and the admission head at its initial parameters: srpt_admit's attempts,
+    on a homog-8 stream where srpt_admit's holds change the schedule (it differs from srpt_hold's); a threshold
+    above any busy share never holds: srpt_hold's again."""
+    cp, config = _homog8_stream(), SimConfig(**mode_settings("shared"))
+    admit = _attempts(cp, SRPTAdmit(), config)
+    assert admit != _attempts(cp, SRPTHold(), config)
+    assert _attempts(cp, DRLStream(srpt_as_net(), cap=False), config) == admit
+    never = srpt_as_net()
+    never.params["b_sat"][0] = 1.5
+    assert _attempts(cp, DRLStream(never, cap=False), config) == _attempts(cp, SRPTHold(), config)
+
+
+class _CapChecked(DRLStream):
+    """drl_stream that records, for each task it places, its workflow's dominant share before and its cap."""
+
+    def assigned(self, t: int, nd: int) -> None:
+        w = int(self.cp.task_wf[t])
+        self.placed.append((float(np.max(self.held[w] / self.total)), float(self.cap_share[w])))
+        super().assigned(t, nd)
+
+    def reset(self, cp, dp, seed=0) -> None:
+        super().reset(cp, dp, seed)
+        self.placed: list[tuple[float, float]] = []
+
+
+def test_the_cap_head_starts_as_fair_caps_cap_and_is_a_hard_limit() -> None:
+    """At its initial parameters the cap head gives every workflow fair_cap's factor; run with the admission off, no
+    task is placed for a workflow already at its cap, the cap binds (the schedule differs from the uncapped one),
+    and a factor too large to bind gives the uncapped schedule; the trace validates (`_attempts`)."""
+    net = srpt_as_net()
+    u = np.random.default_rng(0).normal(size=(5, N_WORKFLOW_FEATURES))
+    assert net.cap_factors(u).tolist() == [CAP_FACTOR] * 5
+    cp, config = _homog8_stream(), SimConfig(**mode_settings("shared"))
+    capped = _CapChecked(net, admit=False)
+    with_cap = _attempts(cp, capped, config)
+    assert capped.placed and all(share < cap for share, cap in capped.placed)
+    assert any(cap < 1.0 for _, cap in capped.placed)
+    uncapped = _attempts(cp, DRLStream(net, cap=False, admit=False), config)
+    assert with_cap != uncapped
+    loose = srpt_as_net()
+    loose.params["b_cap"][0] = 50.0
+    assert _attempts(cp, DRLStream(loose, admit=False), config) == uncapped
+
+
+def test_weights_without_the_lever_heads_load_with_the_hand_rules() -> None:
+    """The lever heads' initial values are fair_cap's factor and srpt_admit's threshold at ratio 1; weights saved
+    before the heads existed load with them."""
+    sat, ratio = IndexNet.initial().admission(np.ones((2, N_WORKFLOW_FEATURES)))
+    assert sat.tolist() == [SATURATED] * 2 and ratio.tolist() == [1.0, 1.0]
+    assert lever_heads()["b_cap"][0] == pytest.approx(np.log(CAP_FACTOR))
 
 
 def _one_cpu(node_id: str, speed: float, gpu: int = 0) -> Node:
@@ -122,6 +194,10 @@ def test_weights_round_trip_with_what_they_trained_on(tmp_path) -> None:
     save_file(net.params, str(tmp_path / "other.safetensors"), {"version": "1", "features": '["other"]'})
     with pytest.raises(InputError, match="weights"):
         IndexNet.load(tmp_path / "other.safetensors")
+    old = {k: v for k, v in srpt_as_net().params.items() if k not in LEVER_PARAMS}
+    save_file(old, str(tmp_path / "old.safetensors"), {"version": "1", "features": json.dumps(FEATURES)})
+    loaded = IndexNet.load(tmp_path / "old.safetensors")
+    assert all(np.array_equal(loaded.params[k], v) for k, v in lever_heads().items())
     (tmp_path / "bad.safetensors").write_bytes(b"not a tensor file")
     with pytest.raises(InputError, match="weights"):
         IndexNet.load(tmp_path / "bad.safetensors")

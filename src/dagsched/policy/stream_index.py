@@ -4,9 +4,12 @@ At each decision every ready task gets a row of `FEATURES`: its workflow's state
 age, slack to its deadline, priority class, how many of its tasks are ready), its own (tail behind it, run time
 on the best node, data in, what it asks for, how much the node matters) and the cluster's (utilisation per
 resource, queue, the arrival rate measured over the last hours as an offered load, speed spread, open
-workflows). `IndexNet` turns the rows into three things the `drl_stream` dispatcher uses: a score (the
-highest is served first), a hold margin per task (how much faster a busy node must be for the task to wait
-for it) and, for the task being placed, a score per candidate node over `NODE_FEATURES`.
+workflows). `IndexNet` turns the rows into what the `drl_stream` dispatcher uses: a score (the highest is
+served first), a hold margin per task (how much faster a busy node must be for the task to wait for it), for the
+task being placed a score per candidate node over `NODE_FEATURES`, and per workflow with a ready task, from the
+workflow's and the cluster's columns of its rows (`WORKFLOW_FEATURES`), its parallelism cap (a factor on its
+weighted fair share, `fair_cap`'s cap) and, while it has not started, its admission (the busy share of cores and
+the ratio of work left to the shortest started workflow's at which it waits, `srpt_admit`'s rule).
 
 What does not change during a run (each task's tail, best-node time and data in; each workflow's work and
 deadline) is computed once per stream in `StreamContext`, not per decision; a decision costs O(r F + r H)
@@ -67,6 +70,17 @@ NODE_FEATURES = (
     "log_speed",  # log(node speed / the fastest up node's)
 )
 N_NODE_FEATURES = len(NODE_FEATURES)
+
+WORKFLOW_FEATURES = (
+    *FEATURES[:6],  # the workflow's: work and path left, age, slack, class, width
+    *FEATURES[12:],  # the cluster's: utilisation, queue, measured load, speed spread, open workflows
+)
+"""What the cap and admission heads read: the columns of `FEATURES` that are the same for every ready task of a
+workflow."""
+WORKFLOW_COLUMNS = np.array([FEATURES.index(f) for f in WORKFLOW_FEATURES])
+N_WORKFLOW_FEATURES = len(WORKFLOW_FEATURES)
+LEVER_PARAMS = ("w_cap", "b_cap", "w_sat", "b_sat", "w_admit", "b_admit")
+"""The cap and admission heads' parameters; weights saved before the heads existed get them at the hand rules'."""
 
 RATE_WINDOW_S = 7200.0
 """The arrival rate is measured over the submissions of the last two hours (at least ten minutes)."""
@@ -176,7 +190,9 @@ class StreamContext:
 @dataclass
 class IndexNet:
     """score(x) = x w_lin + tanh(x W1 + b1) w_out; margin(x) = MAX_MARGIN sigmoid(x w_hold + b_hold);
-    node score(z) = z w_node. `meta` records features, architecture and training (strings, as safetensors keeps)."""
+    node score(z) = z w_node; per workflow, over its `WORKFLOW_FEATURES` u: cap factor exp(u w_cap + b_cap), the
+    busy share at which it waits for admission u w_sat + b_sat, the work-left ratio u w_admit + b_admit (log).
+    `meta` records features, architecture and training (strings, as safetensors keeps)."""
 
     params: dict[str, FloatArray]
     meta: dict[str, str] = field(default_factory=dict)
@@ -184,7 +200,8 @@ class IndexNet:
     @classmethod
     def initial(cls, hidden: int = 8, margin: float = 0.2, seed: int = 0) -> IndexNet:
         """Before training: every score 0, the hidden layer small and random with zero output weights, a constant
-        hold `margin` (srpt_hold's by default), the earliest-finish node (a large weight on `finish_gap`)."""
+        hold `margin` (srpt_hold's by default), the earliest-finish node (a large weight on `finish_gap`), and the
+        hand rules' levers (`lever_heads`)."""
         rng = np.random.default_rng(seed)
         w_node = np.zeros(N_NODE_FEATURES)
         w_node[NODE_FEATURES.index("finish_gap")] = -10.0
@@ -197,6 +214,7 @@ class IndexNet:
                 "w_hold": np.zeros(N_FEATURES),
                 "b_hold": np.array([np.log(margin / (MAX_MARGIN - margin))]),
                 "w_node": w_node,
+                **lever_heads(),
             }
         )
 
@@ -210,6 +228,20 @@ class IndexNet:
 
     def node_scores(self, z: FloatArray) -> FloatArray:
         return np.asarray(z @ self.params["w_node"], dtype=np.float64)
+
+    def cap_factors(self, u: FloatArray) -> FloatArray:
+        """Per workflow row of `WORKFLOW_FEATURES`: its cap as a multiple of its weighted fair share."""
+        p = self.params
+        return np.asarray(np.exp(u @ p["w_cap"] + p["b_cap"][0]), dtype=np.float64)
+
+    def admission(self, u: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Per workflow row: the busy share of cores at which it waits, and the ratio of its work left to the shortest
+        started workflow's above which it waits (`levers.admission_holds`)."""
+        p = self.params
+        return (
+            np.asarray(u @ p["w_sat"] + p["b_sat"][0], dtype=np.float64),
+            np.asarray(np.exp(u @ p["w_admit"] + p["b_admit"][0]), dtype=np.float64),
+        )
 
     def flat(self) -> FloatArray:
         """Every parameter in one vector (sorted by name), what evolution strategies perturb."""
@@ -241,7 +273,23 @@ class IndexNet:
             raise InputError("weights", f"cannot read the stream index weights '{path}': {e}") from e
         if meta.get("version") != str(VERSION) or json.loads(meta.get("features", "[]")) != list(FEATURES):
             raise InputError("weights", f"'{path}' was trained on other features than this dagsched computes")
+        if not set(LEVER_PARAMS) <= set(params):  # trained before the cap and admission heads: the hand rules'
+            params = {**lever_heads(), **params}
         return cls({k: v.astype(np.float64) for k, v in params.items()}, meta)
+
+
+def lever_heads(cap_factor: float = 4.0, saturated: float = 0.85) -> dict[str, FloatArray]:
+    """The cap and admission heads at the hand rules' values, the same for every workflow: `fair_cap`'s cap
+    (`cap_factor` times the weighted fair share) and `srpt_admit`'s admission (wait while at least `saturated` of the
+    cores are busy and a started workflow with less work left has a task ready). ES starts from them."""
+    return {
+        "w_cap": np.zeros(N_WORKFLOW_FEATURES),
+        "b_cap": np.array([np.log(cap_factor)]),
+        "w_sat": np.zeros(N_WORKFLOW_FEATURES),
+        "b_sat": np.array([saturated]),
+        "w_admit": np.zeros(N_WORKFLOW_FEATURES),
+        "b_admit": np.array([0.0]),
+    }
 
 
 SHIPPED = Path(__file__).resolve().parents[1] / "data" / "models" / "stream-index-v1.safetensors"

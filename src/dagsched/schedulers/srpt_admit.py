@@ -63,5 +63,6 @@ class SRPTAdmit(SRPTHold):
             yield from super().order(ready)
             return
         ready_wf = np.unique(wf[np.asarray(ready, dtype=np.int64)])
-        waits = set(ready_wf[admission_holds(left[ready_wf], self.admitted[ready_wf], self.busy, self.saturated)].tolist())
+        holds = admission_holds(left[ready_wf], self.admitted[ready_wf], self.busy, self.saturated)
+        waits = set(ready_wf[holds].tolist())
         yield from (t for t in super().order(ready) if int(wf[t]) not in waits)
