@@ -12,7 +12,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from dagsched.policy.stream_index import IndexNet
+from dagsched.policy.stream_index import LEVER_PARAMS, IndexNet
 from dagsched.rl.config_cli import command_from_config, field_docs
 from dagsched.rl.stream_train import (
     Adam,
@@ -87,7 +87,8 @@ def test_the_command_line_is_generated_from_the_config() -> None:
 
 def test_a_tiny_run_writes_weights_that_say_what_they_trained_on(tmp_path) -> None:
     """Imitation on one short stream, one ES generation, one validation stream: the three weight files load, the
-    history has the imitation and both ES rows, and the metadata names the clusters and what was kept out."""
+    history has the imitation and both ES rows, the metadata names the clusters and what was held out (families,
+    arrivals, seeds), and ES moved the cap and admission heads only (`es_params`' default)."""
     cfg = StreamTrainConfig(
         out=str(tmp_path),
         workflows=(6, 5),
@@ -102,10 +103,16 @@ def test_a_tiny_run_writes_weights_that_say_what_they_trained_on(tmp_path) -> No
     best = train(cfg)
     for name in ("imitation", "best", "last"):
         net = IndexNet.load(tmp_path / f"{name}.safetensors")
-        assert "large-100" in net.meta["trained_on"] and "hetero-16" in net.meta["trained_on"]
+        assert "stages" in net.meta["trained_on"] and "hetero-16" in net.meta["trained_on"]
+        held_out = net.meta["held_out"]
+        assert "layered" in held_out and "diurnal" in held_out and "below 10000" in held_out
+        assert "stages" not in held_out and "poisson" not in held_out
         assert json.loads(net.meta["config"])["workflows"] == [6, 5]
+    start, last = IndexNet.load(tmp_path / "imitation.safetensors"), IndexNet.load(tmp_path / "last.safetensors")
+    moved = {k for k in start.params if not np.array_equal(start.params[k], last.params[k])}
+    assert moved and moved <= set(LEVER_PARAMS)
     history = json.loads((tmp_path / "history.json").read_text())["history"]
     assert [h["phase"] for h in history] == ["imitation", "es", "es"]
     assert history[-1]["validation"] > 0
-    assert best.flat().shape == IndexNet.load(tmp_path / "last.safetensors").flat().shape
+    assert best.flat().shape == last.flat().shape
     assert (tmp_path / "curves.png").stat().st_size > 0

@@ -4,14 +4,22 @@
    recorded with their features, and the score network is fitted to it by the Plackett-Luce likelihood of its
    first `imitation_positions` places (`plackett_luce_loss`). The hold margin starts at srpt_hold's 0.2 and the
    node head at the earliest finish, which is srpt_hold's rule exactly: the imitation start is srpt_hold up to
-   how well the order was fitted. Its scores are then scaled to unit spread, so that one `sigma` suits all.
+   how well the order was fitted. Its scores are then scaled to unit spread, so that one `sigma` suits all. The cap
+   and admission heads start at the hand rules' values (`stream_index.lever_heads`: `fair_cap`'s cap, `srpt_admit`'s
+   admission), so the imitation start is srpt_hold's order with those two levers.
 2. **Evolution strategies with common random numbers.** Each generation draws `streams_per_generation` training
    streams (cluster, load in `load_range`, arrival process; seeds from `stream_seed0` up), and runs `pairs`
    antithetic pairs of parameter perturbations on each, every run of a stream with the same simulator seed
    (the same noise, stragglers and failures), so a pair's difference is the perturbation's doing. Fitness is
    the stream's steady-state mean completion time, rank-shaped per stream (`centred_ranks`); the gradient
-   estimate (`es_gradient`) drives Adam. Every `validation_every` generations the current parameters run on
-   fixed validation streams beside srpt_hold; the best validated ones are kept.
+   estimate (`es_gradient`) drives Adam. `es_params` names the parameters perturbed (the cap and admission heads
+   by default, 42 of 254, a space ES can search in a few dozen generations; `all` for every one). Every
+   `validation_every` generations the current parameters run on fixed validation streams beside srpt_hold; the
+   best validated ones are kept.
+
+Held out by construction: the training streams draw from `families` only (the default mix's other sources, the
+WfChef recipes and the real traces, never), with `arrivals` only (diurnal never), from seeds `stream_seed0` up; the
+weights' metadata names what was held out (`held_out`).
 
 One command and a seed: `python -m dagsched.rl.stream_train --seed 0` (every `StreamTrainConfig` field is a
 flag); it writes `<out>/imitation.safetensors`, `best.safetensors`, `last.safetensors`, `history.json` and
@@ -32,10 +40,10 @@ import numpy as np
 import numpy.typing as npt
 
 from dagsched.generate import cluster_preset
-from dagsched.generate.streams import generate_stream
+from dagsched.generate.streams import MIXES, Source, generate_stream
 from dagsched.model import compile_problem
 from dagsched.model.compiled import CompiledProblem
-from dagsched.policy.stream_index import IndexNet, StreamContext
+from dagsched.policy.stream_index import LEVER_PARAMS, IndexNet, StreamContext
 from dagsched.schedulers.base import Scheduler
 from dagsched.schedulers.drl_stream import DRLStream
 from dagsched.schedulers.srpt_hold import SRPTHold
@@ -57,8 +65,11 @@ class StreamTrainConfig:
     """folder of the run's weights, history and curves"""
     clusters: tuple[str, ...] = ("hetero-16", "homog-8")
     """cluster presets the training streams are drawn on"""
-    workflows: tuple[int, ...] = (60, 50)
+    workflows: tuple[int, ...] = (30, 30)
     """workflows per training stream on each of `clusters` (the suite's streams are 150 and 100)"""
+    families: tuple[str, ...] = ("etl_star", "random", "ml_pipeline", "stages")
+    """synthetic families of the training mix, at the default mix's sizes and weights (`stages` at 0.2); the
+    default mix's others, its WfChef recipes and its real traces are kept for judging"""
     load_range: tuple[float, float] = (0.5, 0.95)
     """offered load of a training stream, drawn uniformly"""
     arrivals: tuple[str, ...] = ("poisson", "bursty")
@@ -77,12 +88,14 @@ class StreamTrainConfig:
     """full-batch Adam steps of the imitation fit"""
     imitation_lr: float = 0.05
     """Adam step size of the imitation fit"""
-    generations: int = 40
+    generations: int = 60
     """ES generations at most (the CPU budget may stop it first)"""
-    pairs: int = 6
+    pairs: int = 4
     """antithetic perturbation pairs per stream and generation"""
-    streams_per_generation: int = 2
+    streams_per_generation: int = 4
     """training streams per generation, each run by every perturbation with one simulator seed"""
+    es_params: tuple[str, ...] = LEVER_PARAMS
+    """the parameters ES perturbs (the others stay at the imitation's); `all` for every one"""
     sigma: float = 0.1
     """standard deviation of the parameter perturbations"""
     lr: float = 0.03
@@ -96,9 +109,11 @@ class StreamTrainConfig:
         "homog-8:0.85:bursty",
         "hetero-16:0.6:poisson",
         "hetero-16:0.95:bursty",
+        "homog-8:0.7:poisson",
+        "homog-8:0.95:bursty",
     )
     """validation streams as cluster:load:arrival (seeds stream_seed0 + 5000 up, sizes as `workflows`)"""
-    max_cpu_s: float = 5400.0
+    max_cpu_s: float = 2700.0
     """stop ES once the run has used this much CPU time (imitation and validation included)"""
 
 
@@ -157,9 +172,25 @@ class Adam:
 SHARED = SimConfig(**mode_settings("shared"))
 
 
+STAGES_WEIGHT = 0.2
+"""Weight of the stage-structured analytics jobs in the training mix (the default mix's weights for the others)."""
+
+
+def training_mix(families: Sequence[str]) -> list[Source]:
+    """The default mix's synthetic sources of `families` (and the `stages` family at `STAGES_WEIGHT`)."""
+    known = [s for s in (*MIXES["default"], *MIXES["stages"]) if s.kind == "synthetic"]
+    sources = [s for s in known if s.names[0] in families]
+    sources = [dataclasses.replace(s, weight=STAGES_WEIGHT) if s.names == ("stages",) else s for s in sources]
+    missing = set(families) - {s.names[0] for s in sources}
+    if missing:
+        raise ValueError(f"families not in the synthetic mixes: {', '.join(sorted(missing))}")
+    return sources
+
+
 def training_stream(cfg: StreamTrainConfig, cluster: str, load: float, arrival: str, seed: int) -> CompiledProblem:
     n = cfg.workflows[cfg.clusters.index(cluster)] if cluster in cfg.clusters else cfg.workflows[0]
-    return compile_problem(generate_stream(cluster_preset(cluster), n, load, arrival, seed=seed).problem())
+    stream = generate_stream(cluster_preset(cluster), n, load, arrival, seed=seed, mix=training_mix(cfg.families))
+    return compile_problem(stream.problem())
 
 
 def completion(cp: CompiledProblem, scheduler: Scheduler, seed: int) -> float:
@@ -248,7 +279,7 @@ def train(cfg: StreamTrainConfig) -> IndexNet:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(cfg.seed)
-    meta = {"config": dataclasses.asdict(cfg), "trained_on": _trained_on(cfg)}
+    meta = {"config": dataclasses.asdict(cfg), "trained_on": _trained_on(cfg), "held_out": _held_out(cfg)}
     history: list[dict[str, Any]] = []
 
     def log(**row: Any) -> None:
@@ -270,12 +301,15 @@ def train(cfg: StreamTrainConfig) -> IndexNet:
     best_net = net
     log(phase="es", generation=0, validation=best)
 
+    searched = np.concatenate(
+        [np.full(net.params[k].size, cfg.es_params == ("all",) or k in cfg.es_params) for k in sorted(net.params)]
+    )
     theta = net.flat()
     adam, g = Adam(len(theta), cfg.lr), 0
     for g in range(1, cfg.generations + 1):
         if time.process_time() - cpu0 > cfg.max_cpu_s:
             break
-        eps = rng.standard_normal((cfg.pairs, len(theta)))
+        eps = rng.standard_normal((cfg.pairs, len(theta))) * searched
         plus, minus = (np.zeros((cfg.streams_per_generation, cfg.pairs)) for _ in range(2))
         for j in range(cfg.streams_per_generation):
             cluster = cfg.clusters[int(rng.integers(len(cfg.clusters)))]
@@ -331,9 +365,20 @@ def plot_curves(history_json: str | Path, png: str | Path) -> None:
 
 def _trained_on(cfg: StreamTrainConfig) -> str:
     return (
-        f"streams of the default mix on {', '.join(cfg.clusters)} ({', '.join(map(str, cfg.workflows))} workflows), "
-        f"offered load {cfg.load_range[0]}-{cfg.load_range[1]}, {', '.join(cfg.arrivals)} arrivals, seeds "
-        f"{cfg.stream_seed0} and up; never large-100, diurnal arrivals or seeds below {cfg.stream_seed0}"
+        f"streams of the families {', '.join(cfg.families)} on {', '.join(cfg.clusters)} "
+        f"({', '.join(map(str, cfg.workflows))} workflows), offered load {cfg.load_range[0]}-{cfg.load_range[1]}, "
+        f"{', '.join(cfg.arrivals)} arrivals, seeds {cfg.stream_seed0} and up"
+    )
+
+
+def _held_out(cfg: StreamTrainConfig) -> str:
+    """What no training, imitation or validation stream drew from: families, arrivals, clusters, seeds."""
+    seen = set(cfg.families)
+    families = sorted({n for s in MIXES["default"] if s.kind == "synthetic" for n in s.names} - seen)
+    return (
+        f"families {', '.join(families)}, the WfChef recipes and the real traces of the default mix; arrivals "
+        f"{', '.join(a for a in ('poisson', 'bursty', 'diurnal') if a not in cfg.arrivals)}; clusters other than "
+        f"{', '.join(cfg.clusters)}; seeds below {cfg.stream_seed0}"
     )
 
 
