@@ -10,7 +10,10 @@ the difference in SLA hit rate against `srpt_hold`. Prints; asserts nothing.
 
 A variant is a registered name or `name@x` with a parameter: `srpt_cap@p` (heSRPT's speed-up exponent;
 `srpt_cap_hard@p` makes its cap a hard limit, as `fair_cap`'s),
-`srpt_admit@u` (the busy share of cores that counts as saturated), `fair_cap@f` (the cap factor). `fair_cap`'s
+`srpt_admit@u` (the busy share of cores that counts as saturated), `fair_cap@f` (the cap factor). The learned
+dispatcher: `drl_stream` (the shipped weights), `drl_stream@imitation` (its imitation start: srpt_hold's order
+fitted, the levers at the hand rules' values), `drl_stream@PATH` (other weights), each also as `drl_stream-nocap`,
+`drl_stream-noadmit` or `drl_stream-nolevers` (the cap, the admission or both switched off). `fair_cap`'s
 factor was chosen this way on training streams (seeds 301-302, never judged):
 
     nice -n 19 .venv/bin/python benchmarks/experiments/stream_levers.py --seeds 301,302 \
@@ -21,6 +24,9 @@ and the figures of docs/shared-cluster.md come from
 
     nice -n 19 .venv/bin/python benchmarks/experiments/stream_levers.py \
         --seeds 401,402,403,404,405,406,407,408,409,410 --workflows hetero-16=30,homog-8=30
+
+and those of the learned levers from the same command with `--variants srpt_cap,srpt_admit,fair_cap,drl_stream,
+drl_stream-nocap,drl_stream-noadmit,drl_stream@imitation` (docs/shared-cluster.md names each group's command).
 """
 
 from __future__ import annotations
@@ -36,8 +42,10 @@ from dagsched.bench.stats import bootstrap_ci
 from dagsched.generate import cluster_preset
 from dagsched.generate.streams import generate_stream
 from dagsched.model import compile_problem
+from dagsched.policy.stream_index import SHIPPED
 from dagsched.schedulers import make_scheduler
 from dagsched.schedulers.base import Scheduler
+from dagsched.schedulers.drl_stream import DRLStream
 from dagsched.schedulers.fair_cap import WeightedFairCap
 from dagsched.schedulers.srpt_admit import SRPTAdmit
 from dagsched.schedulers.srpt_cap import SRPTCap
@@ -52,9 +60,17 @@ GROUPS = (
 VARIANTS = "srpt_hold,fair,srpt_cap,srpt_admit,fair_cap"
 
 
+IMITATION = SHIPPED.with_name(SHIPPED.stem + "-imitation.safetensors")
+LEVERS_OFF = {"drl_stream": {}, "drl_stream-nocap": {"cap": False}, "drl_stream-noadmit": {"admit": False}}
+LEVERS_OFF["drl_stream-nolevers"] = {"cap": False, "admit": False}
+
+
 def make(variant: str) -> Scheduler:
-    """A registered scheduler, or one of the levers' rules at a parameter (`name@x`)."""
+    """A registered scheduler, one of the levers' rules at a parameter (`name@x`), or the learned dispatcher at some
+    weights with a lever switched off."""
     name, _, x = variant.partition("@")
+    if name in LEVERS_OFF:
+        return DRLStream(IMITATION if x == "imitation" else (x or SHIPPED), **LEVERS_OFF[name])
     if not x:
         return make_scheduler(name)
     rules: dict[str, Callable[[float], Scheduler]] = {
