@@ -111,6 +111,7 @@ def test_a_tiny_run_writes_weights_that_say_what_they_trained_on(tmp_path) -> No
     start, last = IndexNet.load(tmp_path / "imitation.safetensors"), IndexNet.load(tmp_path / "last.safetensors")
     moved = {k for k in start.params if not np.array_equal(start.params[k], last.params[k])}
     assert moved and moved <= set(LEVER_PARAMS)
+    assert last.meta["stage"] == "ES, generation 1" and best.meta["stage"].startswith("ES, best validated (generation")
     history = json.loads((tmp_path / "history.json").read_text())["history"]
     assert [h["phase"] for h in history] == ["imitation", "es", "es"]
     assert history[-1]["validation"] > 0

@@ -298,17 +298,18 @@ def train(cfg: StreamTrainConfig) -> IndexNet:
         problems.append((cp, seed, completion(cp, SRPTHold(), seed)))
     best = validate(cfg, net, problems)
     net.save(out / "imitation.safetensors", stage="imitation of srpt_hold", validation_vs_srpt_hold=best, **meta)
-    best_net = net
+    best_net, best_gen = net, 0
     log(phase="es", generation=0, validation=best)
 
     searched = np.concatenate(
         [np.full(net.params[k].size, cfg.es_params == ("all",) or k in cfg.es_params) for k in sorted(net.params)]
     )
     theta = net.flat()
-    adam, g = Adam(len(theta), cfg.lr), 0
+    adam, done = Adam(len(theta), cfg.lr), 0
     for g in range(1, cfg.generations + 1):
         if time.process_time() - cpu0 > cfg.max_cpu_s:
             break
+        done = g
         eps = rng.standard_normal((cfg.pairs, len(theta))) * searched
         plus, minus = (np.zeros((cfg.streams_per_generation, cfg.pairs)) for _ in range(2))
         for j in range(cfg.streams_per_generation):
@@ -326,12 +327,13 @@ def train(cfg: StreamTrainConfig) -> IndexNet:
         if g % cfg.validation_every == 0:  # a checkpoint: a run stopped by hand keeps its best and last
             row["validation"] = validate(cfg, net.with_flat(theta), problems)
             if row["validation"] < best:
-                best, best_net = row["validation"], net.with_flat(theta)
+                best, best_net, best_gen = row["validation"], net.with_flat(theta), g
                 best_net.save(out / "best.safetensors", stage=f"ES, best validated (generation {g})", **meta)
             net.with_flat(theta).save(out / "last.safetensors", stage=f"ES, generation {g}", **meta)
         log(**row)
-    net.with_flat(theta).save(out / "last.safetensors", stage=f"ES, generation {g}", **meta)
-    best_net.save(out / "best.safetensors", stage="ES, best validated", validation_vs_srpt_hold=best, **meta)
+    net.with_flat(theta).save(out / "last.safetensors", stage=f"ES, generation {done}", **meta)
+    stage = f"ES, best validated (generation {best_gen}{': the imitation start' if best_gen == 0 else ''})"
+    best_net.save(out / "best.safetensors", stage=stage, validation_vs_srpt_hold=best, **meta)
     plot_curves(out / "history.json", out / "curves.png")
     return best_net
 
