@@ -80,7 +80,7 @@ workflow."""
 WORKFLOW_COLUMNS = np.array([FEATURES.index(f) for f in WORKFLOW_FEATURES])
 N_WORKFLOW_FEATURES = len(WORKFLOW_FEATURES)
 LEVER_PARAMS = ("w_cap", "b_cap", "w_sat", "b_sat", "w_admit", "b_admit")
-"""The cap and admission heads' parameters; weights saved before the heads existed get them at the hand rules'."""
+"""The cap and admission heads' parameters; weights without them (trained before the heads) run with both levers off."""
 
 RATE_WINDOW_S = 7200.0
 """The arrival rate is measured over the submissions of the last two hours (at least ten minutes)."""
@@ -229,6 +229,11 @@ class IndexNet:
     def node_scores(self, z: FloatArray) -> FloatArray:
         return np.asarray(z @ self.params["w_node"], dtype=np.float64)
 
+    @property
+    def has_levers(self) -> bool:
+        """Whether the weights have the cap and admission heads."""
+        return set(LEVER_PARAMS) <= set(self.params)
+
     def cap_factors(self, u: FloatArray) -> FloatArray:
         """Per workflow row of `WORKFLOW_FEATURES`: its cap as a multiple of its weighted fair share."""
         p = self.params
@@ -273,8 +278,6 @@ class IndexNet:
             raise InputError("weights", f"cannot read the stream index weights '{path}': {e}") from e
         if meta.get("version") != str(VERSION) or json.loads(meta.get("features", "[]")) != list(FEATURES):
             raise InputError("weights", f"'{path}' was trained on other features than this dagsched computes")
-        if not set(LEVER_PARAMS) <= set(params):  # trained before the cap and admission heads: the hand rules'
-            params = {**lever_heads(), **params}
         return cls({k: v.astype(np.float64) for k, v in params.items()}, meta)
 
 

@@ -17,7 +17,8 @@ decision; `levers.weighted_fair_caps`, `levers.over_cap`), and for a workflow no
 admission (it waits while the busy share of cores is at least the network's threshold and a started workflow with
 a task ready has less work left than the network's ratio times its own; `levers.admission_holds`; never while
 nothing runs). At their initial parameters the two heads are `fair_cap`'s cap (factor 4) and `srpt_admit`'s rule
-(0.85, ratio 1). `cap=False` and `admit=False` switch them off (the ablations).
+(0.85, ratio 1). `cap=False` and `admit=False` switch them off (the ablations); weights without the two heads
+(the shipped ones, trained before them) run with both off.
 
 Source: Decima (Mao et al., SIGCOMM 2019) learned a job order and each job's parallelism limit from state and
 needed the arrival rate as an input to carry over between loads; the index, the cap and the features follow it;
@@ -78,7 +79,7 @@ class DRLStream(SRPTHold):
         if candidates < 1:
             raise ValueError(f"candidates must be at least 1, got {candidates!r}")
         self.candidates = candidates
-        self.cap, self.admit = cap, admit
+        self.cap, self.admit = cap and self.net.has_levers, admit and self.net.has_levers
         """False: the ablation without the parallelism cap, or without the admission hold (that head unused)"""
 
     def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:
