@@ -11,9 +11,10 @@ the difference in SLA hit rate against `srpt_hold`. Prints; asserts nothing.
 A variant is a registered name or `name@x` with a parameter: `srpt_cap@p` (heSRPT's speed-up exponent;
 `srpt_cap_hard@p` makes its cap a hard limit, as `fair_cap`'s),
 `srpt_admit@u` (the busy share of cores that counts as saturated), `fair_cap@f` (the cap factor). The learned
-dispatcher: `drl_stream` (the shipped weights), `drl_stream@imitation` (its imitation start: srpt_hold's order
-fitted, the levers at the hand rules' values), `drl_stream@PATH` (other weights), each also as `drl_stream-nocap`,
-`drl_stream-noadmit` or `drl_stream-nolevers` (the cap, the admission or both switched off). `fair_cap`'s
+dispatcher: `drl_stream` (the default weights, which have no lever heads), `drl_stream@levers` (the weights with
+the cap and admission heads, `stream-index-v1-levers.safetensors`), `drl_stream@imitation` (the default weights'
+imitation start), `drl_stream@PATH` (other weights), each also as `drl_stream-nocap`, `drl_stream-noadmit` or
+`drl_stream-nolevers` (the cap, the admission or both switched off). `fair_cap`'s
 factor was chosen this way on training streams (seeds 301-302, never judged):
 
     nice -n 19 .venv/bin/python benchmarks/experiments/stream_levers.py --seeds 301,302 \
@@ -25,8 +26,9 @@ and the figures of docs/shared-cluster.md come from
     nice -n 19 .venv/bin/python benchmarks/experiments/stream_levers.py \
         --seeds 401,402,403,404,405,406,407,408,409,410 --workflows hetero-16=30,homog-8=30
 
-and those of the learned levers from the same command with `--variants srpt_cap,srpt_admit,fair_cap,drl_stream,
-drl_stream-nocap,drl_stream-noadmit,drl_stream@imitation` (docs/shared-cluster.md names each group's command).
+and those of the learned levers from the same command with `--variants srpt_cap,srpt_admit,fair_cap,
+drl_stream@levers,drl_stream-nocap@levers,drl_stream-noadmit@levers,drl_stream` (docs/shared-cluster.md names each
+group's command).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ VARIANTS = "srpt_hold,fair,srpt_cap,srpt_admit,fair_cap"
 
 
 IMITATION = SHIPPED.with_name(SHIPPED.stem + "-imitation.safetensors")
+LEVERS = SHIPPED.with_name(SHIPPED.stem + "-levers.safetensors")
 LEVERS_OFF = {"drl_stream": {}, "drl_stream-nocap": {"cap": False}, "drl_stream-noadmit": {"admit": False}}
 LEVERS_OFF["drl_stream-nolevers"] = {"cap": False, "admit": False}
 
@@ -70,7 +73,8 @@ def make(variant: str) -> Scheduler:
     weights with a lever switched off."""
     name, _, x = variant.partition("@")
     if name in LEVERS_OFF:
-        return DRLStream(IMITATION if x == "imitation" else (x or SHIPPED), **LEVERS_OFF[name])
+        weights = {"imitation": IMITATION, "levers": LEVERS, "": SHIPPED}.get(x, x)
+        return DRLStream(weights, **LEVERS_OFF[name])
     if not x:
         return make_scheduler(name)
     rules: dict[str, Callable[[float], Scheduler]] = {

@@ -62,7 +62,10 @@ CANDIDATES = 3
 @register
 class DRLStream(SRPTHold):
     name = "drl_stream"
-    best_for = "shared clusters under load: the shortest mean completion, by a small margin"
+    best_for = (
+        "heterogeneous shared clusters under load: the shortest mean completion, by a small margin; on homogeneous "
+        "ones fair_cap (its learned cap and admission, drl_stream@levers, are no shorter than fair_cap)"
+    )
     uses_seed = False
 
     def __init__(
