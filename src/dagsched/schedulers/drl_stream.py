@@ -1,5 +1,4 @@
-"""A learned dispatch index for a shared cluster: a small network scores each ready task, sets its hold, picks its
-node, caps each workflow's parallelism and decides when a new workflow starts.
+"""A learned dispatch index for a shared cluster: each task's order, hold and node; each workflow's cap and admission.
 
 At each decision every ready task is scored from its workflow's, its own and the cluster's state
 (`policy.stream_index.FEATURES`: work and critical path left, age, slack, class, width; tail, best-node time,
@@ -63,8 +62,8 @@ CANDIDATES = 3
 class DRLStream(SRPTHold):
     name = "drl_stream"
     best_for = (
-        "heterogeneous shared clusters under load: the shortest mean completion, by a small margin; on homogeneous "
-        "ones fair_cap (its learned cap and admission, drl_stream@levers, are no shorter than fair_cap)"
+        "shared clusters under load with nodes of several speeds: the shortest mean completion, by a small margin; on "
+        "homogeneous ones fair_cap (its learned cap and admission, drl_stream@levers, are no shorter than fair_cap)"
     )
     uses_seed = False
 
