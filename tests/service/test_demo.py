@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -30,3 +31,29 @@ def test_the_demo_plans_and_ends_with_the_dashboards_address(
         page = service.get("/ui/")
         assert page.status_code == 200 and "<html" in page.text.lower()
         assert service.get("/v1/decisions").json()["count"] > 0
+
+
+def test_the_demo_stops_without_a_traceback_when_the_service_goes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C under `make run` reaches the service and the demo at once: a service gone first ends the demo with
+    one line saying so (a traceback there read as a crash)."""
+
+    class Stopped:
+        def __init__(self, base_url: str, timeout: float) -> None:
+            self.request = httpx.Request("POST", base_url)
+
+        def __enter__(self) -> Stopped:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def get(self, path: str) -> httpx.Response:
+            return httpx.Response(200, request=self.request)
+
+        def post(self, path: str, json: Any) -> httpx.Response:
+            raise httpx.ConnectError("[Errno 111] Connection refused", request=self.request)
+
+    monkeypatch.setattr(demo.httpx, "Client", Stopped)
+    with pytest.raises(SystemExit) as stopped:
+        demo.cli(["--url", "http://127.0.0.1:9/", "--count", "2", "--executed", "0"])
+    assert str(stopped.value.code).startswith("the service stopped answering: [Errno 111] Connection refused")

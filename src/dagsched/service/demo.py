@@ -121,8 +121,15 @@ def executed(client: httpx.Client, count: int) -> None:
         print(f"  ran {plan['workflow']:<18} planned {plan['makespan']:7.1f} s, achieved {achieved:7.1f} s{calibrated}")
 
 
-if __name__ == "__main__":
+def cli(argv: list[str] | None = None) -> None:
+    """`main` as `make run` runs it: stopped by Ctrl-C, or by the service stopping first, without a traceback."""
     try:
-        main()
+        main(argv)
     except KeyboardInterrupt:  # Ctrl-C under `make run`: stop quietly, the service is stopped beside it
         raise SystemExit(130) from None
+    except httpx.TransportError as err:  # Ctrl-C reached the service first: say so
+        raise SystemExit(f"the service stopped answering: {err}") from None
+
+
+if __name__ == "__main__":
+    cli()
