@@ -45,8 +45,10 @@ from dagsched.schedulers.base import register
 from dagsched.schedulers.fair import ALPHA
 from dagsched.schedulers.levers import (
     admission_holds,
+    busy_share,
     capped_order,
     held_by_workflow,
+    one_over_cap,
     over_cap,
     up_capacity,
     weighted_fair_caps,
@@ -98,7 +100,7 @@ class DRLStream(SRPTHold):
         if self.cap or self.admit:
             self.held = held_by_workflow(self.cp, dp)
             self.total = up_capacity(dp)
-            self.busy = 1.0 - float(np.asarray(dp.free)[np.asarray(dp.node_up), 0].sum()) / float(self.total[0])
+            self.busy = busy_share(dp, self.total)
         return super().decide(dp)
 
     def order(self, ready: list[int]) -> Iterator[int]:
@@ -127,7 +129,7 @@ class DRLStream(SRPTHold):
 
     def at_cap(self, t: int) -> bool:
         w = int(self.cp.task_wf[t])
-        return self.cap and bool(self.held[w].any()) and float(np.max(self.held[w] / self.total)) >= self.cap_share[w]
+        return self.cap and one_over_cap(self.held[w], self.total, self.cap_share[w])
 
     def assigned(self, t: int, nd: int) -> None:
         super().assigned(t, nd)

@@ -26,7 +26,7 @@ import numpy as np
 
 from dagsched.schedulers.base import register
 from dagsched.schedulers.fair import WeightedFair
-from dagsched.schedulers.levers import capped_order, over_cap, up_capacity, weighted_fair_caps
+from dagsched.schedulers.levers import capped_order, one_over_cap, over_cap, up_capacity, weighted_fair_caps
 from dagsched.sim.decision import Decision, DecisionPoint
 
 CAP_FACTOR = 4.0
@@ -56,8 +56,7 @@ class WeightedFairCap(WeightedFair):
 
     def at_cap(self, t: int) -> bool:
         w = int(self.cp.task_wf[t])
-        held = self.held[w]
-        return bool(held.any()) and float(np.max(held / self.cap_total)) >= self.cap_share[w]
+        return one_over_cap(self.held[w], self.cap_total, self.cap_share[w])
 
     def order(self, ready: list[int]) -> Iterator[int]:
         # a workflow at its cap now stays there for this decision (what it holds only grows): its tasks go at once

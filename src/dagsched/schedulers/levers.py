@@ -78,6 +78,16 @@ def over_cap(held: FloatArray, total: FloatArray, cap_share: FloatArray) -> npt.
     return np.asarray(held.any(axis=1) & (np.max(held / total, axis=1) >= cap_share), dtype=bool)
 
 
+def one_over_cap(held: FloatArray, total: FloatArray, cap_share: float) -> bool:
+    """`over_cap` of one workflow (`held`: its row), as a decision places its tasks one by one. O(1)."""
+    return bool(held.any()) and float(np.max(held / total)) >= cap_share
+
+
+def busy_share(dp: DecisionPoint, total: FloatArray) -> float:
+    """The share of the up nodes' cores in use (`total`: `up_capacity(dp)`), what an admission hold reads. O(p)."""
+    return 1.0 - float(np.asarray(dp.free)[np.asarray(dp.node_up), 0].sum()) / float(total[0])
+
+
 def admission_holds(
     left: FloatArray,
     admitted: npt.NDArray[np.bool_],

@@ -21,7 +21,7 @@ import numpy as np
 
 from dagsched.model.compiled import CompiledProblem
 from dagsched.schedulers.base import register
-from dagsched.schedulers.levers import admission_holds, up_capacity
+from dagsched.schedulers.levers import admission_holds, busy_share, up_capacity
 from dagsched.schedulers.srpt_hold import HOLD_MARGIN, SRPTHold
 from dagsched.sim.decision import Decision, DecisionPoint
 
@@ -44,13 +44,10 @@ class SRPTAdmit(SRPTHold):
     def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:
         super().reset(cp, dp, seed)
         self.admitted = np.zeros(cp.n_workflows, dtype=bool)
-        self.shortest_waiting = np.inf
         self.busy = 0.0
 
     def decide(self, dp: DecisionPoint) -> Decision:
-        cpu_up = float(up_capacity(dp)[0])
-        free_up = float(np.asarray(dp.free)[np.asarray(dp.node_up), 0].sum())
-        self.busy = 1.0 - free_up / cpu_up
+        self.busy = busy_share(dp, up_capacity(dp))
         return super().decide(dp)
 
     def assigned(self, t: int, nd: int) -> None:
