@@ -126,7 +126,10 @@ class _Tolerance:
 
     def slack(self, *values: float) -> float:
         """Allowed error when comparing `values`: absolute plus relative to the largest finite one."""
-        scale = max((abs(v) for v in values if math.isfinite(v)), default=0.0)
+        scale = 0.0
+        for v in values:  # a loop, not max() of a generator: the validator calls this for every pair it compares
+            if abs(v) > scale and math.isfinite(v):
+                scale = abs(v)
         return self.abs_s + self.rel * scale
 
     def lt(self, a: float, b: float) -> bool:
