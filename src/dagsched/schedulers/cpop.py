@@ -35,8 +35,12 @@ class CPOP(StaticPlanner):
     best_for = "communication-heavy workflows among the textbook heuristics; one of drl's candidate plans"
     uses_seed = False
 
+    given_priority: np.ndarray | None = None
+    """upward + downward rank when the caller has computed them already (drl does, for its network's inputs)"""
+
     def prepare(self, cp: CompiledProblem) -> None:
-        self.priority = upward_rank(cp) + downward_rank(cp)
+        given = self.given_priority
+        self.priority = given if given is not None else upward_rank(cp) + downward_rank(cp)
         self.critical_path = [self._critical_path(cp, w) for w in range(cp.n_workflows)]
         self.cp_node: dict[int, int] = {}  # per workflow, chosen at its first plan
         self.on_path = {t: w for w, path in enumerate(self.critical_path) for t in path}

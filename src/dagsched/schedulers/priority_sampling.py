@@ -192,6 +192,7 @@ class PrioritySampling(StaticPlanner):
         super().reset(cp, dp, seed)
         if self.seeds:
             self.cpop = CPOP()
+            self.cpop.given_priority = self.rank_cpop  # the same sum CPOP makes: computed once
             self.cpop.reset(cp, dp, seed)
 
     def n_samples(self, n_plan: int) -> int:
