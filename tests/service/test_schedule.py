@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+import time
 
 import pytest
 from fastapi.testclient import TestClient
@@ -219,3 +222,38 @@ def test_the_openapi_text_names_the_default_scheduler_the_config_has(client: Tes
     assert f"({default})" in field
     assert f"`{default}`" in route
     assert client.get("/v1/config").json()["default_scheduler"] == default
+
+
+def test_a_small_plan_is_made_on_the_event_loop_and_a_large_or_waiting_one_on_a_thread(client: TestClient) -> None:
+    """A small native workflow is planned where the request is served (no trip to the threadpool); a plan over
+    SMALL_PLAN_CELLS, a WfFormat one, and any plan while another holds the lock go to a thread (the loop never waits
+    on the lock); the plan that waited is the same plan."""
+    from dagsched.service.planning import SMALL_PLAN_CELLS
+
+    planning = client.app.state.service.planning  # type: ignore[attr-defined]
+    planner_plan, on_loop = planning.planner.plan, []
+
+    def spy(body, config):  # type: ignore[no-untyped-def]
+        try:
+            asyncio.get_running_loop()
+            on_loop.append(True)
+        except RuntimeError:
+            on_loop.append(False)
+        return planner_plan(body, config)
+
+    planning.planner.plan = spy
+    big = {"name": "wide", "tasks": [{"id": f"t{i}", "runtime": 1} for i in range(SMALL_PLAN_CELLS // 3 + 1)]}
+    bodies = [{"workflow": workflow(), "nodes": nodes()}, {"workflow": big, "nodes": nodes()}]
+    bodies.append({"workflow": wfformat_workflow(), "nodes": nodes()})
+    heft = {"scheduler": "heft"}
+    plans = [client.post("/v1/schedule", json=b | heft) for b in bodies]
+    assert [r.status_code for r in plans] == [200, 200, 200]
+    assert on_loop == [True, False, False]
+    waiting = threading.Thread(target=lambda: plans.append(client.post("/v1/schedule", json=bodies[0] | heft)))
+    with planning.lock:  # another plan runs: this one waits for it on a thread, and the loop answers meanwhile
+        waiting.start()
+        time.sleep(0.3)
+        assert waiting.is_alive() and client.get("/healthz").status_code == 200
+    waiting.join(30)
+    assert on_loop == [True, False, False, False]
+    assert plans[-1].status_code == 200 and plans[-1].json()["makespan"] == plans[0].json()["makespan"]
