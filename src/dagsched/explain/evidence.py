@@ -49,20 +49,26 @@ def evidence(cp: CompiledProblem, result: RunResult, allowed: np.ndarray, why: d
     end_of = np.zeros(cp.n_tasks)
     for a in done.values():
         node_of[a.task], end_of[a.task] = a.node, a.end
+    everywhere = allowed.all(axis=1).tolist()  # most tasks: no node rejected, no search for one
+    blocked = [[] if everywhere[t] else np.flatnonzero(~allowed[t]).tolist() for t in range(cp.n_tasks)]
     for t, a in done.items():
         parents = cp.preds(t)
         arrival = cp.input_arrival_s(t, node_of, end_of, 0.0)
         latest_parent = float(end_of[parents].max(initial=0.0))
         req = (float(cp.req[t, 0]), float(cp.req[t, 1]), float(cp.req[t, 2]))
         # A node's finish is at least its data arrival plus the run there: nodes are tried in the order of that
-        # bound, and once it passes the EVIDENCE_TOP-th best finish found no later node can enter the top.
+        # bound (ties by index; nodes not allowed last, skipped), and once it passes the EVIDENCE_TOP-th best
+        # finish found no later node can enter the top.
         bound = arrival + cp.exec_s[t]
-        others = np.flatnonzero(allowed[t])
-        others = others[others != a.node]
-        alts = [(a.end, False, a.node, a.start)] if allowed[t, a.node] else []
+        row = allowed[t]
+        alts = [(a.end, False, a.node, a.start)] if row[a.node] else []
         best = [x[0] for x in alts]  # the EVIDENCE_TOP smallest finishes so far, ascending
-        for nd in others[np.argsort(bound[others], kind="stable")].tolist():
-            if len(best) == EVIDENCE_TOP and bound[nd] > best[-1]:
+        order = np.argsort(np.where(row, bound, np.inf), kind="stable").tolist()
+        bounds = bound.tolist()
+        for nd in order:
+            if nd == a.node or not row[nd]:
+                continue
+            if len(best) == EVIDENCE_TOP and bounds[nd] > best[-1]:
                 break
             ex = float(cp.exec_s[t, nd])
             start = float(arrival[nd]) if cheap else lines[nd].earliest_start(float(arrival[nd]), ex, req)
@@ -80,7 +86,7 @@ def evidence(cp: CompiledProblem, result: RunResult, allowed: np.ndarray, why: d
                 {"node": cp.node_ids[nd], "score": f, "start": s, "finish": f, "chosen": not other}
                 for f, other, nd, s in top
             ],
-            "rejected": [{"node": cp.node_ids[nd], "constraint": why[(t, nd)]} for nd in np.flatnonzero(~allowed[t])],
+            "rejected": [{"node": cp.node_ids[nd], "constraint": why[(t, nd)]} for nd in blocked[t]],
             "terms": {
                 "exec_s": exec_s,
                 "data_wait_s": max(0.0, float(arrival[a.node]) - latest_parent),
