@@ -5,7 +5,6 @@ what really ran, promoted stage by stage or rolled back (docs/service.md, "Canar
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import threading
@@ -97,12 +96,8 @@ class CanaryController:
                 models.error = f"candidate model '{version}' is not in the store (upload it first)"
             else:
                 _, weights, meta = blob
-                folder.mkdir(parents=True, exist_ok=True)
-                stem = folder / safe_name(version)
-                Path(str(stem) + ".safetensors").write_bytes(weights)
-                Path(str(stem) + ".json").write_text(json.dumps(meta))
                 try:
-                    models.load_path(stem, "canary")
+                    models.load_kept(folder / safe_name(version), weights, meta, "canary")
                 except Exception as err:  # noqa: BLE001  (reported through the candidate's fallbacks)
                     models.error = f"candidate model '{version}' does not load: {err}"
             self.breaker = Breaker()

@@ -210,12 +210,6 @@ def split(problems: list[LoggedProblem], fraction: float) -> tuple[list[LoggedPr
     return [p for p in problems if not is_held_out(p.plan_id, fraction)], held
 
 
-def policy_version(stem: Path) -> str:
-    """The version in a policy's metadata, else `sha-<first 12 of sha256>` (as the service names it)."""
-    meta = json.loads(Path(str(stem) + ".json").read_text())
-    return str(meta.get("version") or f"sha-{str(meta.get('sha256', ''))[:12]}")
-
-
 def save_finetuned(model: Any, stem: Path, version: str, lineage: dict[str, Any]) -> Path:
     """`<stem>.safetensors` + `<stem>.json`, the metadata carrying the version and where it came from."""
     from dagsched.policy.priority_net import save_priority_policy
@@ -258,6 +252,7 @@ def run(
     from dagsched.policy.files import PolicyFileError
     from dagsched.policy.priority_net import load_priority_policy
     from dagsched.rl.priority_train import finetune
+    from dagsched.service.models import version_of
     from dagsched.service.settings import DEFAULT_MODEL
 
     out = Path(cfg.out) if out is None else out
@@ -282,7 +277,7 @@ def run(
             old = load_priority_policy(stem)
         except PolicyFileError as err:
             raise InputError("--model", str(err)) from None
-        parent = policy_version(stem)
+        parent = version_of(json.loads(Path(str(stem) + ".json").read_text()))
 
     new, outcome.train_stats = finetune(old, [p.cp for p in train], cfg.rounds * cfg.epochs, cfg.lr, cfg.seed)
     outcome.results = judge(old, new, held)

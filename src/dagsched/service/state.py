@@ -4,7 +4,6 @@ the store, which every replica polls (docs/service.md, "Replicas").
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from pathlib import Path
@@ -17,7 +16,7 @@ from dagsched.service.calibration import Calibrator
 from dagsched.service.canary import CanaryController, with_id
 from dagsched.service.config import RuntimeConfig, config_from_stored, read_config, without_retired
 from dagsched.service.metrics import ServiceMetrics
-from dagsched.service.models import LoadedModel, ModelManager
+from dagsched.service.models import LoadedModel, ModelManager, safe_name
 from dagsched.service.online import OnlineFinetuner
 from dagsched.service.planner import Planner
 from dagsched.service.planning import Planning
@@ -132,14 +131,9 @@ class ServiceState:
             log.error("sync: %s", self.sync_error)
             return False
         weights, meta = blob
-        from dagsched.service.models import safe_name
-
-        self.settings.model_dir.mkdir(parents=True, exist_ok=True)
         stem = self.settings.model_dir / safe_name(str(meta.get("version") or sha[:12]))
         try:
-            Path(str(stem) + ".safetensors").write_bytes(weights)
-            Path(str(stem) + ".json").write_text(json.dumps(meta))
-            loaded = self.models.load_path(stem, "store")
+            loaded = self.models.load_kept(stem, weights, meta, "store")
         except (InputError, OSError, ValueError) as err:
             self.sync_error = f"published model {sha[:12]} does not load here: {err}"
             log.error("sync: %s", self.sync_error)
