@@ -45,8 +45,7 @@ class ServiceState:
             self.config = with_id(read_config(settings.config_file))  # a bad file at start-up stops the start
         self.models.try_load_startup(settings.model_path)
         if self.models.current is not None:
-            c = self.models.current
-            self.store.models.add_version(c.version, c.sha256, c.source, c.meta, c.loaded_at)
+            self.adopt(self.models.current, self.models.current.source)
         else:
             log.warning("%s; /v1/schedule falls back to HEFT", self.models.error)
         self.calibrator = Calibrator(calibration_reader(self.store, settings.environment))
@@ -74,7 +73,6 @@ class ServiceState:
         """Held by a change made here (swap, then publish) and by `sync`, so a sync never lands between the two."""
         self._startup_publish()
         self.canary.note(self.config)
-        self.publish_model()
         self._sync_stop = threading.Event()
         self._sync_thread: threading.Thread | None = None
         if settings.sync_interval_s > 0:
@@ -139,9 +137,7 @@ class ServiceState:
             log.error("sync: %s", self.sync_error)
             return False
         self.sync_error = None
-        self.store.models.add_version(loaded.version, loaded.sha256, "store", loaded.meta, loaded.loaded_at)
-        self.metrics.model_swaps.labels(outcome="synced").inc()
-        self.publish_model()
+        self.adopt(loaded, "store", "synced")
         log.info("sync: serving model %s from the store", loaded.version)
         return True
 
@@ -192,9 +188,7 @@ class ServiceState:
 
     def serve_model(self, stem: Path, source: str) -> None:
         """Serve the policy at `stem` here and publish it to every replica (a canary's completed release)."""
-        loaded = self.models.load_path(stem, source)
-        self.store.models.add_version(loaded.version, loaded.sha256, source, loaded.meta, loaded.loaded_at)
-        self.publish_model()
+        self.adopt(self.models.load_path(stem, source), source)
         self.publish(model_source=source)
 
     def ping_store(self) -> str | None:
@@ -214,12 +208,15 @@ class ServiceState:
             loaded = self.models.upload(weights, metadata)
             self.store.models.put_blob(loaded.sha256, loaded.version, weights, loaded.meta)
             self.publish(source)
-        self.store.models.add_version(loaded.version, loaded.sha256, source, loaded.meta, loaded.loaded_at)
-        self.metrics.model_swaps.labels(outcome="swapped").inc()
-        self.publish_model()
+        self.adopt(loaded, source, "swapped")
         return loaded
 
-    def publish_model(self) -> None:
+    def adopt(self, loaded: LoadedModel, source: str, outcome: str | None = None) -> None:
+        """Note the policy served here now: its version in the store's history, the swap counted by `outcome`, and
+        the serving model's info exported."""
+        self.store.models.add_version(loaded.version, loaded.sha256, source, loaded.meta, loaded.loaded_at)
+        if outcome is not None:
+            self.metrics.model_swaps.labels(outcome=outcome).inc()
         self.metrics.model_info.clear()
         c = self.models.current
         if c is not None:
