@@ -158,7 +158,6 @@ def _executed_factors(
 ) -> Any:
     """The calibration factors of the environment's executed runs since `cutoff`, after their audit (LogRefused
     when it finds faults, unless `allow_faults`); what was read goes into `reality`."""
-    from dagsched.service.calibration import estimate
     from dagsched.service.config import Calibration
     from dagsched.service.reality import read_runs
 
@@ -168,15 +167,14 @@ def _executed_factors(
         f"{f.kind} in plan {f.root_id[:12]}" + (f", task {f.task}" if f.task else "") + f": {f.detail}"
         for f in log.faults
     ]
-    clean = [r for r in log.runs if r.clean and r.tasks]
-    settings, observations = Calibration(), log.observations()
-    factors = estimate(observations, len(clean), settings, now)
+    settings = Calibration()
+    factors = log.factors(settings, now)
     if reality is not None:
         reality.update(
             {
                 "runs": len(log.runs),
-                "clean_runs": len(clean),
-                "observations": len(observations),
+                "clean_runs": factors.runs,
+                "observations": factors.observations,
                 "faults": counts,
                 "examples": examples[:20],
                 "other_environments": log.other_environments,
@@ -193,7 +191,7 @@ def _executed_factors(
     if not factors.active:
         raise InputError(
             "--runtimes",
-            f"{len(clean)} clean executed runs in that window, under the calibration floor of {settings.min_runs}",
+            f"{factors.runs} clean executed runs in that window, under the calibration floor of {settings.min_runs}",
         )
     return factors
 
