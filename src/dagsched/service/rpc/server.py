@@ -287,7 +287,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
 
 class Server:
-    """The gRPC server of one process, on an event loop of its own thread."""
+    """The gRPC server of one process's state on host:port (0: a free port; `port` says which), on an event loop of
+    its own thread."""
 
     def __init__(self, state: ServiceState, host: str, port: int) -> None:
         self.loop = asyncio.new_event_loop()
@@ -318,8 +319,3 @@ class Server:
         asyncio.run_coroutine_threadsafe(self.server.stop(grace), self.loop).result(timeout=grace + 10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=10)
-
-
-def start(state: ServiceState, host: str, port: int) -> Server:
-    """Serve the RPCs on host:port (0: a free port; `server.port` says which) for one process's state."""
-    return Server(state, host, port)
