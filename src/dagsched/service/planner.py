@@ -291,13 +291,10 @@ class Planner:
 
     def plan_alone(self, cp: CompiledProblem, name: str, models: Any = None) -> RunResult | None:
         """Another scheduler's plan of a built problem (a shadow's, a canary arm's); None when it cannot plan it."""
-        if needs_policy(name):
-            models = models or self.models
-            if models.current is None:
-                return None
-            sched = make_scheduler(name, service=True, policy=models.current.policy)
-        else:
-            sched = make_scheduler(name, service=True)
+        current = (models or self.models).current  # handed to `name` only when it plans with a policy
+        if current is None and needs_policy(name):
+            return None
+        sched = make_scheduler(name, service=True, policy=current.policy if current else None)
         try:
             return self._run(cp, sched)
         except Exception as err:  # noqa: BLE001  (a failing shadow never affects the live answer)
