@@ -221,12 +221,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     @_handler
     def Filter(self, request: pb.ExtenderArgs, context: grpc.aio.ServicerContext) -> pb.FilterResult:  # noqa: N802
-        try:
+        with self.state.metrics.k8s_call("filter"):
             result = k8s.filter_nodes(self._extender_args(request), self.state.config.compiled_rules)
-        except Exception:
-            self.state.metrics.count_k8s("filter", "error")
-            raise
-        self.state.metrics.count_k8s("filter", "ok")
         msg = pb.FilterResult(
             nodenames=result["nodenames"] or [],
             failed_nodes=result["failedNodes"],
@@ -240,12 +236,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     @_handler
     def Prioritize(self, request: pb.ExtenderArgs, context: grpc.aio.ServicerContext) -> pb.HostPriorityList:  # noqa: N802
         args = self._extender_args(request)
-        try:
+        with self.state.metrics.k8s_call("prioritize"):
             result = k8s.prioritize_pod(args, self.state.config.compiled_rules, self.state.store.plans)
-        except Exception:
-            self.state.metrics.count_k8s("prioritize", "error")
-            raise
-        self.state.metrics.count_k8s("prioritize", "ok")
         return pb.HostPriorityList(priorities=[pb.HostPriority(host=h["host"], score=h["score"]) for h in result])
 
     @_handler
