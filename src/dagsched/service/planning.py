@@ -34,8 +34,11 @@ class Planning:
     """One plan at a time per process: interleaved plans gain nothing under the GIL and miss their deadlines."""
     record_canary: Callable[[Planned, RuntimeConfig], None]
 
-    def plan(self, body: ScheduleRequest, config: RuntimeConfig) -> tuple[Planned, bytes]:
-        """Plan, encode the response once (as the schema checks it), store the plan with that same text."""
+    def plan(
+        self, body: ScheduleRequest, config: RuntimeConfig, later: Callable[[Callable[[], None]], object]
+    ) -> tuple[Planned, bytes]:
+        """Plan, encode the response once (as the schema checks it), store the plan with that same text; hand `later`
+        what runs after the answer is sent: the shadow's plan, and the canary's other arm."""
         if len(body.nodes) > self.max_nodes:
             raise InputError("nodes", f"{len(body.nodes)} nodes is over this service's limit of {self.max_nodes}")
         with self.lock:
@@ -43,16 +46,11 @@ class Planning:
         content = _PLAN.dump_json(_PLAN.validate_python(planned.response))
         with self.metrics.store_save_plan.time():
             self.plans.save({**planned.plan_row, "response": EncodedJSON(content.decode())}, planned.decision_rows)
-        return planned, content
-
-    def after(self, planned: Planned, config: RuntimeConfig) -> list[Callable[[], None]]:
-        """What runs after the answer is sent: the shadow's plan, and the canary's other arm."""
-        tasks: list[Callable[[], None]] = []
         if config.shadow:
-            tasks.append(partial(self.shadow, planned, config.shadow))
+            later(partial(self.shadow, planned, config.shadow))
         if planned.route is not None:  # a canary runs: the other arm plans the same problem, for the comparison
-            tasks.append(partial(self.record_canary, planned, config))
-        return tasks
+            later(partial(self.record_canary, planned, config))
+        return planned, content
 
     def shadow(self, planned: Planned, name: str) -> None:
         """The shadow scheduler's plan of the same problem, stored beside the live one and counted."""

@@ -22,11 +22,8 @@ async def schedule(body: ScheduleRequest, state: State, background: BackgroundTa
     missing, fails, misses its deadline (`decision_deadline_ms`: it makes its whole plan in one decision)
     or its breaker is open; the response then says `fallback: true` and why.
     """
-    config = state.config
     # Planning and the store write are CPU and I/O bound: one trip to the threadpool (the event loop
     # keeps answering health checks and the extender meanwhile), where a sync route with a sync
     # dependency and a checked response made three.
-    planned, content = await run_in_threadpool(state.planning.plan, body, config)
-    for task in state.planning.after(planned, config):
-        background.add_task(task)
+    _, content = await run_in_threadpool(state.planning.plan, body, state.config, background.add_task)
     return Response(content, media_type="application/json")

@@ -205,10 +205,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                 request.weights, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
             )
         body = parse(ScheduleRequest, data)
-        config = self.state.config
-        planned, _ = self.state.planning.plan(body, config)
-        for task in self.state.planning.after(planned, config):
-            self.background.submit(task)
+        planned, _ = self.state.planning.plan(body, self.state.config, self.background.submit)
         return plan_message(planned.response)
 
     def _extender_args(self, request: pb.ExtenderArgs) -> dict[str, Any]:
