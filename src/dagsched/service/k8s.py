@@ -145,10 +145,8 @@ def node_view(node: Any, i: int) -> dict[str, Any]:
         speed = quantity(raw[2], f"nodes.items[{i}] label dagsched.io/speed")
         price = quantity(raw[3], f"nodes.items[{i}] price label")
     mem /= 2**30
-    gpu = 0.0
-    for k in GPU_RESOURCES:
-        if k in alloc:
-            gpu += quantity(alloc[k], f"nodes.items[{i}].status.allocatable.{k}")
+    gpus = (quantity(alloc[k], f"nodes.items[{i}].status.allocatable.{k}") for k in GPU_RESOURCES if k in alloc)
+    gpu = float(sum(gpus))
     return {
         "id": name,
         "cpu": cpu,
