@@ -48,9 +48,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.service = state
         app.state.grpc = None
         if settings.grpc_port is not None:  # the same state behind both APIs
-            from dagsched.service.rpc.server import start as start_grpc
+            from dagsched.service.rpc.server import Server
 
-            app.state.grpc = start_grpc(state, settings.grpc_host, settings.grpc_port)
+            app.state.grpc = Server(state, settings.grpc_host, settings.grpc_port)
             state.grpc_port = app.state.grpc.port
         # Everything built so far (modules, the policy, caches) lives as long as the process: move it out
         # of the collector's sight, so a full collection walks only what requests left behind. Without

@@ -5,7 +5,6 @@ what really ran, promoted stage by stage or rolled back (docs/service.md, "Canar
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import threading
@@ -97,12 +96,8 @@ class CanaryController:
                 models.error = f"candidate model '{version}' is not in the store (upload it first)"
             else:
                 _, weights, meta = blob
-                folder.mkdir(parents=True, exist_ok=True)
-                stem = folder / safe_name(version)
-                Path(str(stem) + ".safetensors").write_bytes(weights)
-                Path(str(stem) + ".json").write_text(json.dumps(meta))
                 try:
-                    models.load_path(stem, "canary")
+                    models.load_kept(folder / safe_name(version), weights, meta, "canary")
                 except Exception as err:  # noqa: BLE001  (reported through the candidate's fallbacks)
                     models.error = f"candidate model '{version}' does not load: {err}"
             self.breaker = Breaker()
@@ -236,13 +231,9 @@ class CanaryController:
             return
         steps = self.runtime.canary_steps(c.id)
         if not steps:
-            row = self._row(c, 0, "start", 0.0, c.fraction, f"canary of {c.candidate} started", {})
+            self._take(c, 0, "start", 0.0, c.fraction, f"canary of {c.candidate} started", {})
         elif steps[-1]["action"] not in ("complete", "rollback") and abs(steps[-1]["to_fraction"] - c.fraction) > 1e-12:
-            row = self._row(c, len(steps), "set", steps[-1]["to_fraction"], c.fraction, "stage set by an operator", {})
-        else:
-            return
-        if self.runtime.add_canary_step(row):
-            self.metrics.canary_steps.labels(action=row["action"]).inc()
+            self._take(c, len(steps), "set", steps[-1]["to_fraction"], c.fraction, "stage set by an operator", {})
 
     def step(
         self, config: RuntimeConfig, kind: str, to: float, reason: str, figures: dict[str, Any]
@@ -254,8 +245,8 @@ class CanaryController:
         ended = bool(steps) and steps[-1]["action"] in ("complete", "rollback")
         if ended or (steps and abs(steps[-1]["to_fraction"] - c.fraction) > 1e-12):
             return None  # the canary ended, or this replica has not applied the last step yet
-        row = self._row(c, len(steps), kind, c.fraction, to, reason, figures)
-        if not self.runtime.add_canary_step(row):
+        row = self._take(c, len(steps), kind, c.fraction, to, reason, figures)
+        if row is None:
             return None  # another replica took this step
         if kind == "promote":
             new = config.model_copy(update={"canary": c.model_copy(update={"fraction": to})})
@@ -266,7 +257,6 @@ class CanaryController:
         else:
             new = config.model_copy(update={"canary": None})
         log.warning("canary %s: %s %g -> %g: %s", c.id, kind, c.fraction, to, reason)
-        self.metrics.canary_steps.labels(action=kind).inc()
         self.publisher.apply_config(new)
         return row
 
@@ -277,11 +267,11 @@ class CanaryController:
             return
         self.publisher.serve_model(self.settings.model_dir / "canary" / safe_name(str(c.model_version)), "canary")
 
-    @staticmethod
-    def _row(
-        c: Canary, seq: int, action: str, frm: float, to: float, reason: str, figures: dict[str, Any]
-    ) -> dict[str, Any]:
-        return {
+    def _take(
+        self, c: Canary, seq: int, action: str, frm: float, to: float, reason: str, figures: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """Store step `seq` of `c` and count it: its row, or None when another replica stored that step first."""
+        row = {
             "canary_id": c.id,
             "seq": seq,
             "action": action,
@@ -291,6 +281,10 @@ class CanaryController:
             "reason": reason,
             "figures": _jsonable(figures),
         }
+        if not self.runtime.add_canary_step(row):
+            return None
+        self.metrics.canary_steps.labels(action=action).inc()
+        return row
 
     def report(self, config: RuntimeConfig) -> dict[str, Any]:
         """`/v1/canary/report`: the live canary, its stage's figures and verdict, the steps of the live or last one."""

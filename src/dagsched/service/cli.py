@@ -139,7 +139,6 @@ def gap(
 
     from dagsched.console import console, fail, parse_duration
     from dagsched.model.errors import InputError
-    from dagsched.service.calibration import estimate
     from dagsched.service.config import Calibration
     from dagsched.service.finetune import reading
     from dagsched.service.gap import gap_report, print_report
@@ -152,8 +151,7 @@ def gap(
             log = read_runs(db, now - window_s, env, limit, settings.outlier_bound, now)
     except InputError as err:
         raise fail(err) from None
-    clean_runs = sum(1 for r in log.runs if r.clean and r.tasks)
-    report = gap_report(log, estimate(log.observations(), clean_runs, settings, now))
+    report = gap_report(log, log.factors(settings, now))
     if as_json:
         console.print_json(json.dumps(report))
     else:

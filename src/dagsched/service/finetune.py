@@ -158,7 +158,6 @@ def _executed_factors(
 ) -> Any:
     """The calibration factors of the environment's executed runs since `cutoff`, after their audit (LogRefused
     when it finds faults, unless `allow_faults`); what was read goes into `reality`."""
-    from dagsched.service.calibration import estimate
     from dagsched.service.config import Calibration
     from dagsched.service.reality import read_runs
 
@@ -168,15 +167,14 @@ def _executed_factors(
         f"{f.kind} in plan {f.root_id[:12]}" + (f", task {f.task}" if f.task else "") + f": {f.detail}"
         for f in log.faults
     ]
-    clean = [r for r in log.runs if r.clean and r.tasks]
-    settings, observations = Calibration(), log.observations()
-    factors = estimate(observations, len(clean), settings, now)
+    settings = Calibration()
+    factors = log.factors(settings, now)
     if reality is not None:
         reality.update(
             {
                 "runs": len(log.runs),
-                "clean_runs": len(clean),
-                "observations": len(observations),
+                "clean_runs": factors.runs,
+                "observations": factors.observations,
                 "faults": counts,
                 "examples": examples[:20],
                 "other_environments": log.other_environments,
@@ -193,7 +191,7 @@ def _executed_factors(
     if not factors.active:
         raise InputError(
             "--runtimes",
-            f"{len(clean)} clean executed runs in that window, under the calibration floor of {settings.min_runs}",
+            f"{factors.runs} clean executed runs in that window, under the calibration floor of {settings.min_runs}",
         )
     return factors
 
@@ -208,12 +206,6 @@ def split(problems: list[LoggedProblem], fraction: float) -> tuple[list[LoggedPr
     """(training, held out), each in the input's order."""
     held = [p for p in problems if is_held_out(p.plan_id, fraction)]
     return [p for p in problems if not is_held_out(p.plan_id, fraction)], held
-
-
-def policy_version(stem: Path) -> str:
-    """The version in a policy's metadata, else `sha-<first 12 of sha256>` (as the service names it)."""
-    meta = json.loads(Path(str(stem) + ".json").read_text())
-    return str(meta.get("version") or f"sha-{str(meta.get('sha256', ''))[:12]}")
 
 
 def save_finetuned(model: Any, stem: Path, version: str, lineage: dict[str, Any]) -> Path:
@@ -258,6 +250,7 @@ def run(
     from dagsched.policy.files import PolicyFileError
     from dagsched.policy.priority_net import load_priority_policy
     from dagsched.rl.priority_train import finetune
+    from dagsched.service.models import version_of
     from dagsched.service.settings import DEFAULT_MODEL
 
     out = Path(cfg.out) if out is None else out
@@ -282,7 +275,7 @@ def run(
             old = load_priority_policy(stem)
         except PolicyFileError as err:
             raise InputError("--model", str(err)) from None
-        parent = policy_version(stem)
+        parent = version_of(json.loads(Path(str(stem) + ".json").read_text()))
 
     new, outcome.train_stats = finetune(old, [p.cp for p in train], cfg.rounds * cfg.epochs, cfg.lr, cfg.seed)
     outcome.results = judge(old, new, held)

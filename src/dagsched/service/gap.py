@@ -116,6 +116,18 @@ def print_report(report: dict[str, Any]) -> None:
     def num(x: float | None, digits: int = 3) -> str:
         return "–" if x is None else f"{x:.{digits}f}"
 
+    def spread(ratio: dict[str, Any]) -> str:
+        return f"{num(ratio['median'])} ({num(ratio['p10'])}, {num(ratio['p90'])})"
+
+    def show(title: str, columns: tuple[str, ...], rows: Iterable[tuple[str, ...]], text: int = 1) -> None:
+        """One table: its first `text` columns left-justified, the figures after them right-justified."""
+        table = Table(title=title)
+        for i, col in enumerate(columns):
+            table.add_column(col, justify="left" if i < text else "right")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+
     runs = report["runs"]
     env = report["environment"] or "every environment"
     console.print(
@@ -129,37 +141,24 @@ def print_report(report: dict[str, Any]) -> None:
         ("per node", "by_node"),
         ("per node class", "by_node_class"),
     ):
-        table = Table(title=f"actual / declared runtime, {title}")
-        for col in ("", "count", "median", "p10", "p90", "actual/planned"):
-            table.add_column(col, justify="left" if not col else "right")
-        for row in report[key]:
-            table.add_row(
-                row["key"], str(row["count"]), *(num(row[k]) for k in ("median", "p10", "p90", "planned_median"))
-            )
-        console.print(table)
+        figures = ("median", "p10", "p90", "planned_median")
+        rows = [(row["key"], str(row["count"]), *(num(row[k]) for k in figures)) for row in report[key]]
+        show(f"actual / declared runtime, {title}", ("", "count", "median", "p10", "p90", "actual/planned"), rows)
     t, f, o, m = report["transfers"], report["failures"], report["overruns"], report["makespan"]
-    summary = Table(title="transfers, failures, overruns, makespan")
-    summary.add_column("")
-    summary.add_column("value", justify="right")
-    summary.add_row("cross-node hand-offs with data", str(t["count"]))
-    summary.add_row("planned transfer, median s", num(t["planned_median_s"], 2))
-    summary.add_row("seen parent finish -> child start, median s", num(t["seen_median_s"], 2))
-    summary.add_row(
-        "seen / planned, median (p10, p90)",
-        f"{num(t['ratio']['median'])} ({num(t['ratio']['p10'])}, {num(t['ratio']['p90'])})",
-    )
-    summary.add_row("failed attempts / started", f"{f['failed']} / {f['started']} ({num(f['rate'])})")
-    summary.add_row(
-        f"tasks over {OVERRUN_RATIO:g} x declared", f"{o['over_2x']} ({num(o['rate'])}); {o['events']} overrun events"
-    )
-    summary.add_row("complete runs", str(m["runs"]))
-    summary.add_row("makespan planned, median s", num(m["planned_median"], 2))
-    summary.add_row("makespan achieved, median s", num(m["achieved_median"], 2))
-    summary.add_row(
-        "achieved / planned, median (p10, p90)",
-        f"{num(m['ratio']['median'])} ({num(m['ratio']['p10'])}, {num(m['ratio']['p90'])})",
-    )
-    console.print(summary)
+    overruns = f"{o['over_2x']} ({num(o['rate'])}); {o['events']} overrun events"
+    summary = [
+        ("cross-node hand-offs with data", str(t["count"])),
+        ("planned transfer, median s", num(t["planned_median_s"], 2)),
+        ("seen parent finish -> child start, median s", num(t["seen_median_s"], 2)),
+        ("seen / planned, median (p10, p90)", spread(t["ratio"])),
+        ("failed attempts / started", f"{f['failed']} / {f['started']} ({num(f['rate'])})"),
+        (f"tasks over {OVERRUN_RATIO:g} x declared", overruns),
+        ("complete runs", str(m["runs"])),
+        ("makespan planned, median s", num(m["planned_median"], 2)),
+        ("makespan achieved, median s", num(m["achieved_median"], 2)),
+        ("achieved / planned, median (p10, p90)", spread(m["ratio"])),
+    ]
+    show("transfers, failures, overruns, makespan", ("", "value"), summary)
     left = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in report["faults"]["counts"].items() if v)
     others = ", ".join(f"{k} ({v})" for k, v in report["other_environments"].items())
     if left or others:
@@ -167,13 +166,10 @@ def print_report(report: dict[str, Any]) -> None:
     cal = report["calibration"]
     if cal is not None:
         state = "active" if cal["active"] else "not active"
-        table = Table(title=f"calibration factors ({state}: {cal['runs']} runs, floor {cal['min_runs']})")
-        for col in ("kind", "key", "factor", "raw", "count"):
-            table.add_column(col, justify="right" if col in ("factor", "raw", "count") else "left")
-        for row in cal["node"]:
-            table.add_row("node", row["node"], num(row["factor"]), num(row["raw"]), str(row["count"]))
-        for row in cal["task"]:
-            table.add_row(
-                "task", f"{row['task']} on {row['node_class']}", num(row["factor"]), num(row["raw"]), str(row["count"])
-            )
-        console.print(table)
+        factor = [("node", r["node"], num(r["factor"]), num(r["raw"]), str(r["count"])) for r in cal["node"]]
+        factor += [
+            ("task", f"{r['task']} on {r['node_class']}", num(r["factor"]), num(r["raw"]), str(r["count"]))
+            for r in cal["task"]
+        ]
+        title = f"calibration factors ({state}: {cal['runs']} runs, floor {cal['min_runs']})"
+        show(title, ("kind", "key", "factor", "raw", "count"), factor, text=2)

@@ -70,21 +70,18 @@ def quantity(value: Any, field: str, owner: str = "") -> float:
     raise ExtenderInputError(f"{field}: {fault}" + (f" ({owner})" if owner else ""))
 
 
-def _meta(obj: dict, what: str) -> dict[str, Any]:
-    meta = obj.get("metadata") or {}
-    if not isinstance(meta, dict):
-        raise ExtenderInputError(f"{what}.metadata: expected an object")
-    return meta
+def _object(value: Any, field: str) -> dict[str, Any]:
+    """An optional object of the request (absent or empty: {}); anything else names `field`."""
+    value = value or {}
+    if not isinstance(value, dict):
+        raise ExtenderInputError(f"{field}: expected an object")
+    return value
 
 
 def _requests(container: Any, field: str) -> tuple[float, float, float]:
     """A container's (cpu, memory GiB, gpu) requests; a bad one names the container and the resource."""
-    container = container or {}
-    if not isinstance(container, dict):
-        raise ExtenderInputError(f"{field}: expected an object")
-    req = (container.get("resources") or {}).get("requests") or {}
-    if not isinstance(req, dict):
-        raise ExtenderInputError(f"{field}.resources.requests: expected an object")
+    container = _object(container, field)
+    req = _object((container.get("resources") or {}).get("requests"), f"{field}.resources.requests")
     name = str(container.get("name", ""))[:64]
 
     def request(resource: str, default: Any = 0) -> float:
@@ -98,10 +95,7 @@ def pod_task(pod: Any) -> dict[str, Any]:
     """What a rule sees as `task`, from the pod: requests, identity, predicted runtime, priority."""
     if not isinstance(pod, dict):
         raise ExtenderInputError("pod: missing or not an object")
-    meta = _meta(pod, "pod")
-    spec = pod.get("spec") or {}
-    if not isinstance(spec, dict):
-        raise ExtenderInputError("pod.spec: expected an object")
+    meta, spec = _object(pod.get("metadata"), "pod.metadata"), _object(pod.get("spec"), "pod.spec")
     total = [0.0, 0.0, 0.0]
     containers = spec.get("containers") or []
     if not isinstance(containers, list):
@@ -131,7 +125,7 @@ def node_view(node: Any, i: int) -> dict[str, Any]:
     """What a rule sees as `node`, from a v1.Node: allocatable is its free capacity."""
     if not isinstance(node, dict):
         raise ExtenderInputError(f"nodes.items[{i}]: expected an object")
-    meta = _meta(node, f"nodes.items[{i}]")
+    meta = _object(node.get("metadata"), f"nodes.items[{i}].metadata")
     name = meta.get("name")
     if not name:
         raise ExtenderInputError(f"nodes.items[{i}].metadata.name: missing")
@@ -151,10 +145,8 @@ def node_view(node: Any, i: int) -> dict[str, Any]:
         speed = quantity(raw[2], f"nodes.items[{i}] label dagsched.io/speed")
         price = quantity(raw[3], f"nodes.items[{i}] price label")
     mem /= 2**30
-    gpu = 0.0
-    for k in GPU_RESOURCES:
-        if k in alloc:
-            gpu += quantity(alloc[k], f"nodes.items[{i}].status.allocatable.{k}")
+    gpus = (quantity(alloc[k], f"nodes.items[{i}].status.allocatable.{k}") for k in GPU_RESOURCES if k in alloc)
+    gpu = float(sum(gpus))
     return {
         "id": name,
         "cpu": cpu,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
@@ -126,9 +127,15 @@ class ServiceMetrics:
         if series[1] is not None:
             series[1].inc()
 
-    def count_k8s(self, verb: str, outcome: str) -> None:
-        """One extender call."""
-        child = self._k8s_series.get((verb, outcome))
-        if child is None:
-            child = self._k8s_series[(verb, outcome)] = self.k8s.labels(verb=verb, outcome=outcome)
-        child.inc()
+    @contextmanager
+    def k8s_call(self, verb: str) -> Iterator[None]:
+        """One extender call (HTTP or gRPC), counted `error` when the block raises (the error goes on), else `ok`."""
+        outcome = "error"
+        try:
+            yield
+            outcome = "ok"
+        finally:
+            child = self._k8s_series.get((verb, outcome))
+            if child is None:
+                child = self._k8s_series[(verb, outcome)] = self.k8s.labels(verb=verb, outcome=outcome)
+            child.inc()

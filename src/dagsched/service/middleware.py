@@ -56,19 +56,9 @@ class LimitsAndMetrics:
             return
         query = scope.get("query_string", b"").lower()
         nul_in = "path" if "\x00" in scope["path"] else "query" if b"%00" in query else None
-        if nul_in is not None:  # no id has a NUL, and PostgreSQL text cannot hold one
-            status = {"code": 400, "started": False}
-            await self._answer(send, 400, f"{nul_in}: contains a NUL character", status)
-            self._count(scope, 400)
-            return
         limit = self.max_upload if scope["path"] == UPLOAD_PATH else self.max_body
         status = {"code": 500, "started": False}
-
         declared = next((v for k, v in scope.get("headers") or () if k == b"content-length"), None)
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            await self._answer(send, 413, str(_too_large(limit).detail), status)
-            self._count(scope, status["code"])
-            return
 
         received = 0
         json_body: list[bytes] | None = [] if _is_json(scope) and scope["path"] != UPLOAD_PATH else None
@@ -98,8 +88,12 @@ class LimitsAndMetrics:
             await send(message)
 
         try:
+            if nul_in is not None:  # no id has a NUL, and PostgreSQL text cannot hold one
+                raise HTTPException(400, f"{nul_in}: contains a NUL character")
+            if declared is not None and declared.isdigit() and int(declared) > limit:
+                raise _too_large(limit)  # refused before the body is read
             await self.app(scope, limited_receive, tracking_send)
-        except HTTPException as err:  # raised by limited_receive outside any handler
+        except HTTPException as err:  # raised above, or by limited_receive outside any handler
             if err.status_code not in (400, 413) or status["started"]:
                 raise
             await self._answer(send, err.status_code, str(err.detail), status)

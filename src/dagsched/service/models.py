@@ -136,9 +136,16 @@ class ModelManager:
             raise InputError("weights", str(err)) from None
         meta = json.loads(Path(str(stem) + ".json").read_text())
         smoke_test(policy)  # compiles (or loads) the decoder now, not in the first request
-        loaded = LoadedModel(policy, _version(meta), meta["sha256"], time.time(), source, meta)
+        loaded = LoadedModel(policy, version_of(meta), meta["sha256"], time.time(), source, meta)
         self._swap(loaded)
         return loaded
+
+    def load_kept(self, stem: Path, weights: bytes, meta: dict[str, Any], source: str) -> LoadedModel:
+        """Write a policy kept in the store as `<stem>.safetensors` + `<stem>.json`, then serve it (`load_path`)."""
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        Path(str(stem) + ".safetensors").write_bytes(weights)
+        Path(str(stem) + ".json").write_text(json.dumps(meta))
+        return self.load_path(stem, source)
 
     def try_load_startup(self, stem: Path) -> None:
         """The shipped (or configured) model; a missing or bad one is reported, and HEFT serves."""
@@ -162,7 +169,7 @@ class ModelManager:
             raise InputError("metadata", f"not valid JSON: {err}") from None
         if not isinstance(meta, dict):
             raise InputError("metadata", f"expected a JSON object, got {type(meta).__name__}")
-        version = _version(meta)
+        version = version_of(meta)
         if len(version) > 128 or any(ord(c) < 32 or ord(c) == 127 for c in version):
             raise InputError("metadata", "version: at most 128 printable characters (it is stored and shown)")
         if not self.available():
@@ -230,7 +237,8 @@ class ModelManager:
             self.error = None
 
 
-def _version(meta: dict[str, Any]) -> str:
+def version_of(meta: dict[str, Any]) -> str:
+    """The version in a policy's metadata, else `sha-<first 12 of sha256>`."""
     v = meta.get("version")
     return str(v) if v else f"sha-{str(meta.get('sha256', ''))[:12]}"
 

@@ -194,60 +194,56 @@ class Planner:
         """Run `requested` (round-robin while the skew monitor is on); HEFT plans when it cannot, saying why."""
         notes: list[str] = []
         fallback_reason: str | None = None
-        model_version: str | None = None
-        inference_s: list[float] = []
-        timed: Timed | None = None
-        result: RunResult | None = None
+        policy: Any = None  # the learned policy's LoadedModel, when `requested` plans with one
+        breaker: Breaker | None = None
         used = requested
         if self.skew.observe(node_states, config.skew.threshold, config.skew.decisions):
             notes.append(
                 f"load skew {self.skew.last_std:.3f} over {config.skew.threshold:g}: placements go round-robin "
                 f"among feasible nodes ({self.skew.remaining} left)"
             )
-            used = SKEW_SCHEDULER
-            timed = Timed(make_scheduler(SKEW_SCHEDULER))
-            result = self._run(cp, timed)
-            self.skew.consume(cp.n_tasks)
-            self.metrics.skew_round_robin.inc(cp.n_tasks)
+            used, timed = SKEW_SCHEDULER, Timed(make_scheduler(SKEW_SCHEDULER))
         elif needs_policy(requested):
             models = route.models if route is not None and route.models is not None else self.models
             breaker = route.breaker if route is not None and route.breaker is not None else self.breaker
-            current = models.current
-            if current is None:
+            policy = models.current
+            if policy is None:
                 fallback_reason = models.error or "no learned policy loaded"
             elif breaker.is_open():
                 fallback_reason = "the learned policy's breaker is open (recent failures); HEFT serves until it closes"
             else:
-                model_version = current.version
-                sched = make_scheduler(requested, service=True, policy=current.policy)
+                sched = make_scheduler(requested, service=True, policy=policy.policy)
                 timed = Timed(sched, config.decision_deadline_ms / 1e3)
-                try:
-                    result = self._run(cp, timed)
-                    inference_s = timed.decide_s
-                    breaker.success()
-                except Exception as err:  # noqa: BLE001  (any failure of the policy means HEFT plans)
-                    fallback_reason = f"learned policy failed: {type(err).__name__}: {err}"
-                    if breaker.failure(config.breaker.failures, config.breaker.cooldown_s):
-                        notes.append("the learned policy's breaker opened")
         else:
             timed = Timed(make_scheduler(requested, service=True))
+        result: RunResult | None = None
+        if fallback_reason is None:
             try:
                 result = self._run(cp, timed)
-            except Exception as err:  # noqa: BLE001
-                if requested == FALLBACK_SCHEDULER:
+            except Exception as err:  # noqa: BLE001  (any failure of the chosen scheduler means HEFT plans)
+                if used in (SKEW_SCHEDULER, FALLBACK_SCHEDULER):
                     raise
-                fallback_reason = f"{requested} failed: {type(err).__name__}: {err}"
-        if result is None or fallback_reason is not None:
-            used = FALLBACK_SCHEDULER
+                failed = "learned policy" if breaker is not None else requested
+                fallback_reason = f"{failed} failed: {type(err).__name__}: {err}"
+                if breaker is not None and breaker.failure(config.breaker.failures, config.breaker.cooldown_s):
+                    notes.append("the learned policy's breaker opened")
+            else:
+                if breaker is not None:
+                    breaker.success()
+                if used == SKEW_SCHEDULER:
+                    self.skew.consume(cp.n_tasks)
+                    self.metrics.skew_round_robin.inc(cp.n_tasks)
+        if result is None:
+            used, policy = FALLBACK_SCHEDULER, None
             label = fallback_reason.split(":")[0][:60] if fallback_reason else "unknown"
             self.metrics.fallbacks.labels(reason=label).inc()
             log.warning("falling back to %s: %s", FALLBACK_SCHEDULER, fallback_reason)
             timed = Timed(make_scheduler(FALLBACK_SCHEDULER))
             result = self._run(cp, timed)
-            model_version = None
         self.metrics.breaker_open.set(1.0 if self.breaker.is_open() else 0.0)
-        assert timed is not None
-        return Chosen(result, used, fallback_reason, model_version, timed.task_latency_s, inference_s, notes)
+        inference_s = timed.decide_s if policy is not None else []
+        version = policy.version if policy is not None else None
+        return Chosen(result, used, fallback_reason, version, timed.task_latency_s, inference_s, notes)
 
     def gather_evidence(
         self,
@@ -295,13 +291,10 @@ class Planner:
 
     def plan_alone(self, cp: CompiledProblem, name: str, models: Any = None) -> RunResult | None:
         """Another scheduler's plan of a built problem (a shadow's, a canary arm's); None when it cannot plan it."""
-        if needs_policy(name):
-            models = models or self.models
-            if models.current is None:
-                return None
-            sched = make_scheduler(name, service=True, policy=models.current.policy)
-        else:
-            sched = make_scheduler(name, service=True)
+        current = (models or self.models).current  # handed to `name` only when it plans with a policy
+        if current is None and needs_policy(name):
+            return None
+        sched = make_scheduler(name, service=True, policy=current.policy if current else None)
         try:
             return self._run(cp, sched)
         except Exception as err:  # noqa: BLE001  (a failing shadow never affects the live answer)

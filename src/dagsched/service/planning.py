@@ -25,6 +25,8 @@ SMALL_PLAN_CELLS = 512
 """Plans of at most this many (task, node) pairs may run on the calling event loop (`plan_if_small`): a 20-task plan
 on 16 nodes takes a few milliseconds, less than the hop to a worker thread and back cost it (0.35 ms of CPU, 0.6 ms
 of wall); larger plans go to a thread, so the loop keeps answering health checks and the extender meanwhile."""
+Later = Callable[[Callable[[], None]], object]
+"""Where what runs after the answer is sent goes (the shadow's plan, the canary's other arm)."""
 
 
 @dataclass(eq=False)
@@ -39,14 +41,15 @@ class Planning:
     """One plan at a time per process: interleaved plans gain nothing under the GIL and miss their deadlines."""
     record_canary: Callable[[Planned, RuntimeConfig], None]
 
-    def plan(self, body: ScheduleRequest, config: RuntimeConfig) -> tuple[Planned, bytes]:
-        """Plan, encode the response once (as the schema checks it), store the plan with that same text."""
+    def plan(self, body: ScheduleRequest, config: RuntimeConfig, later: Later) -> tuple[Planned, bytes]:
+        """Plan, encode the response once (as the schema checks it), store the plan with that same text; hand `later`
+        what runs after the answer is sent: the shadow's plan, and the canary's other arm."""
         self._check_nodes(body)
         with self.lock:
             planned = self.planner.plan(body, config)
-        return planned, self._save(planned)
+        return planned, self._record(planned, config, later)
 
-    def plan_if_small(self, body: ScheduleRequest, config: RuntimeConfig) -> tuple[Planned, bytes] | None:
+    def plan_if_small(self, body: ScheduleRequest, config: RuntimeConfig, later: Later) -> tuple[Planned, bytes] | None:
         """`plan` here and now when the workflow is native and small (`SMALL_PLAN_CELLS`) and no other plan runs;
         None otherwise (the caller plans on a thread: an event loop never waits for the lock)."""
         tasks = body.workflow.get("tasks")
@@ -59,26 +62,21 @@ class Planning:
             planned = self.planner.plan(body, config)
         finally:
             self.lock.release()
-        return planned, self._save(planned)
+        return planned, self._record(planned, config, later)
 
     def _check_nodes(self, body: ScheduleRequest) -> None:
         if len(body.nodes) > self.max_nodes:
             raise InputError("nodes", f"{len(body.nodes)} nodes is over this service's limit of {self.max_nodes}")
 
-    def _save(self, planned: Planned) -> bytes:
+    def _record(self, planned: Planned, config: RuntimeConfig, later: Later) -> bytes:
         content = _PLAN.dump_json(_PLAN.validate_python(planned.response))
         with self.metrics.store_save_plan.time():
             self.plans.save({**planned.plan_row, "response": EncodedJSON(content.decode())}, planned.decision_rows)
-        return content
-
-    def after(self, planned: Planned, config: RuntimeConfig) -> list[Callable[[], None]]:
-        """What runs after the answer is sent: the shadow's plan, and the canary's other arm."""
-        tasks: list[Callable[[], None]] = []
         if config.shadow:
-            tasks.append(partial(self.shadow, planned, config.shadow))
+            later(partial(self.shadow, planned, config.shadow))
         if planned.route is not None:  # a canary runs: the other arm plans the same problem, for the comparison
-            tasks.append(partial(self.record_canary, planned, config))
-        return tasks
+            later(partial(self.record_canary, planned, config))
+        return content
 
     def shadow(self, planned: Planned, name: str) -> None:
         """The shadow scheduler's plan of the same problem, stored beside the live one and counted."""

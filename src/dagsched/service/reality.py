@@ -10,7 +10,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from dagsched.service.calibration import Observation, declared_runtime, node_class, task_name
+from dagsched.service.calibration import Factors, Observation, declared_runtime, estimate, node_class, task_name
 from dagsched.service.chain import fold
 
 FAULT_KINDS = ("duplicate", "out_of_order", "non_positive_duration", "outlier", "other_environment", "unreadable")
@@ -82,6 +82,10 @@ class RunLog:
     def observations(self) -> list[TaskRun]:
         """Every clean observation: from runs without a run-level fault."""
         return [t for r in self.runs if r.clean for t in r.tasks]
+
+    def factors(self, settings: Any, now: float) -> Factors:
+        """The calibration factors the clean observations give under `settings` (a config's `calibration`)."""
+        return estimate(self.observations(), sum(1 for r in self.runs if r.clean and r.tasks), settings, now)
 
     def fault_counts(self) -> dict[str, int]:
         counts = dict.fromkeys(FAULT_KINDS, 0)

@@ -72,14 +72,15 @@ class Replanning:
 
         changed: list[dict[str, Any]] = []
         new_id = latest["id"]
-        if replan:
-            result = self._replan(root, latest["id"], after, body, config)
+        canary = config.canary
+        in_canary = canary is not None and root["response"].get("canary") == canary.id
+        if replan:  # in the arm of the chain's first plan while its canary runs (else the routing decides anew)
+            arm = root["response"].get("arm") if in_canary else None
+            result = self._replan(root, latest["id"], after, body, config, arm)
             new_id = result["plan_id"]
             changed = _changed(planned, result["assignments"])
             if body.kind == "node_down":
                 reason = _node_down_reason(body, planned, before, changed)
-        canary = config.canary
-        in_canary = canary is not None and root["response"].get("canary") == canary.id
         if in_canary and body.kind == "task_finished" and after.done >= all_tasks:
             self.on_canary_workflow_done()  # a workflow of the canary finished: it judges its stage
         return {
@@ -92,7 +93,13 @@ class Replanning:
         }
 
     def _replan(
-        self, root: dict[str, Any], latest_id: str, ran: WhatRan, body: EventRequest, config: RuntimeConfig
+        self,
+        root: dict[str, Any],
+        latest_id: str,
+        ran: WhatRan,
+        body: EventRequest,
+        config: RuntimeConfig,
+        arm: str | None,
     ) -> dict[str, Any]:
         request = ScheduleRequest.model_validate(root["request"])
         # calibrated as a new plan would be (the running tasks' remaining time too), then cut to what is left
@@ -143,7 +150,7 @@ class Replanning:
             offset_s=body.at,
             nodes=nodes,
             applied=applied,
-            arm=_arm_of(root, config),
+            arm=arm,
         )
         if stand_ins:  # the stand-ins are not part of the plan
             response = result.response
@@ -218,12 +225,3 @@ def _node_down_reason(body: EventRequest, planned: dict[str, Any], ran: WhatRan,
     if others:
         reason += f"; {others} other task(s) shift"
     return reason
-
-
-def _arm_of(root: dict[str, Any], config: RuntimeConfig) -> str | None:
-    """The canary arm the chain's first plan was in, while that canary still runs (else the routing decides anew)."""
-    canary = config.canary
-    if canary is None or root["response"].get("canary") != canary.id:
-        return None
-    arm = root["response"].get("arm")
-    return str(arm) if arm is not None else None

@@ -4,7 +4,6 @@ the store, which every replica polls (docs/service.md, "Replicas").
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from pathlib import Path
@@ -17,7 +16,7 @@ from dagsched.service.calibration import Calibrator
 from dagsched.service.canary import CanaryController, with_id
 from dagsched.service.config import RuntimeConfig, config_from_stored, read_config, without_retired
 from dagsched.service.metrics import ServiceMetrics
-from dagsched.service.models import LoadedModel, ModelManager
+from dagsched.service.models import LoadedModel, ModelManager, safe_name
 from dagsched.service.online import OnlineFinetuner
 from dagsched.service.planner import Planner
 from dagsched.service.planning import Planning
@@ -46,8 +45,7 @@ class ServiceState:
             self.config = with_id(read_config(settings.config_file))  # a bad file at start-up stops the start
         self.models.try_load_startup(settings.model_path)
         if self.models.current is not None:
-            c = self.models.current
-            self.store.models.add_version(c.version, c.sha256, c.source, c.meta, c.loaded_at)
+            self.adopt(self.models.current, self.models.current.source)
         else:
             log.warning("%s; /v1/schedule falls back to HEFT", self.models.error)
         self.calibrator = Calibrator(calibration_reader(self.store, settings.environment))
@@ -75,7 +73,6 @@ class ServiceState:
         """Held by a change made here (swap, then publish) and by `sync`, so a sync never lands between the two."""
         self._startup_publish()
         self.canary.note(self.config)
-        self.publish_model()
         self._sync_stop = threading.Event()
         self._sync_thread: threading.Thread | None = None
         if settings.sync_interval_s > 0:
@@ -132,22 +129,15 @@ class ServiceState:
             log.error("sync: %s", self.sync_error)
             return False
         weights, meta = blob
-        from dagsched.service.models import safe_name
-
-        self.settings.model_dir.mkdir(parents=True, exist_ok=True)
         stem = self.settings.model_dir / safe_name(str(meta.get("version") or sha[:12]))
         try:
-            Path(str(stem) + ".safetensors").write_bytes(weights)
-            Path(str(stem) + ".json").write_text(json.dumps(meta))
-            loaded = self.models.load_path(stem, "store")
+            loaded = self.models.load_kept(stem, weights, meta, "store")
         except (InputError, OSError, ValueError) as err:
             self.sync_error = f"published model {sha[:12]} does not load here: {err}"
             log.error("sync: %s", self.sync_error)
             return False
         self.sync_error = None
-        self.store.models.add_version(loaded.version, loaded.sha256, "store", loaded.meta, loaded.loaded_at)
-        self.metrics.model_swaps.labels(outcome="synced").inc()
-        self.publish_model()
+        self.adopt(loaded, "store", "synced")
         log.info("sync: serving model %s from the store", loaded.version)
         return True
 
@@ -198,9 +188,7 @@ class ServiceState:
 
     def serve_model(self, stem: Path, source: str) -> None:
         """Serve the policy at `stem` here and publish it to every replica (a canary's completed release)."""
-        loaded = self.models.load_path(stem, source)
-        self.store.models.add_version(loaded.version, loaded.sha256, source, loaded.meta, loaded.loaded_at)
-        self.publish_model()
+        self.adopt(self.models.load_path(stem, source), source)
         self.publish(model_source=source)
 
     def ping_store(self) -> str | None:
@@ -220,12 +208,15 @@ class ServiceState:
             loaded = self.models.upload(weights, metadata)
             self.store.models.put_blob(loaded.sha256, loaded.version, weights, loaded.meta)
             self.publish(source)
-        self.store.models.add_version(loaded.version, loaded.sha256, source, loaded.meta, loaded.loaded_at)
-        self.metrics.model_swaps.labels(outcome="swapped").inc()
-        self.publish_model()
+        self.adopt(loaded, source, "swapped")
         return loaded
 
-    def publish_model(self) -> None:
+    def adopt(self, loaded: LoadedModel, source: str, outcome: str | None = None) -> None:
+        """Note the policy served here now: its version in the store's history, the swap counted by `outcome`, and
+        the serving model's info exported."""
+        self.store.models.add_version(loaded.version, loaded.sha256, source, loaded.meta, loaded.loaded_at)
+        if outcome is not None:
+            self.metrics.model_swaps.labels(outcome=outcome).inc()
         self.metrics.model_info.clear()
         c = self.models.current
         if c is not None:

@@ -28,12 +28,11 @@ async def _args(request: Request) -> Any:
 async def k8s_filter(request: Request, state: State) -> JSONResponse:
     """ExtenderArgs -> ExtenderFilterResult; any fault goes in `error`."""
     try:
-        result = k8s.filter_nodes(await _args(request), state.config.compiled_rules)
-        state.metrics.count_k8s("filter", "ok")
+        with state.metrics.k8s_call("filter"):
+            result = k8s.filter_nodes(await _args(request), state.config.compiled_rules)
     except Exception as err:  # noqa: BLE001  (an extender must never break scheduling)
         if not isinstance(err, k8s.ExtenderInputError):
             log.exception("extender filter failed")
-        state.metrics.count_k8s("filter", "error")
         result = k8s.filter_result(error=str(err))
     return JSONResponse(result)
 
@@ -43,14 +42,13 @@ async def k8s_prioritize(request: Request, state: State) -> JSONResponse:
     """ExtenderArgs -> HostPriorityList (scores 0..10); any fault: scores 0 and an X-Dagsched-Error header."""
     args: Any = None
     try:
-        args = await _args(request)
-        result = k8s.prioritize_pod(args, state.config.compiled_rules, state.store.plans)
-        state.metrics.count_k8s("prioritize", "ok")
+        with state.metrics.k8s_call("prioritize"):
+            args = await _args(request)
+            result = k8s.prioritize_pod(args, state.config.compiled_rules, state.store.plans)
         return JSONResponse(result)
     except Exception as err:  # noqa: BLE001
         if not isinstance(err, k8s.ExtenderInputError):
             log.exception("extender prioritize failed")
-        state.metrics.count_k8s("prioritize", "error")
         names: list[str] = []
         if isinstance(args, dict):
             items = (args.get("nodes") or {}).get("items") if isinstance(args.get("nodes"), dict) else None

@@ -113,7 +113,5 @@ def rollback(state: State) -> dict[str, Any]:
         except LookupError as err:
             raise HTTPException(409, str(err)) from None
         state.publish("rollback")  # every replica serves the model rolled back to
-    state.store.models.add_version(loaded.version, loaded.sha256, "rollback", loaded.meta, loaded.loaded_at)
-    state.metrics.model_swaps.labels(outcome="rollback").inc()
-    state.publish_model()
+    state.adopt(loaded, "rollback", "rollback")
     return _info(state)

@@ -9,7 +9,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query
 from starlette.concurrency import run_in_threadpool
 
-from dagsched.service.calibration import estimate
 from dagsched.service.gap import gap_report
 from dagsched.service.reality import read_runs
 from dagsched.service.state import Authorized, State
@@ -39,9 +38,8 @@ async def gap(
 
     def compute() -> dict[str, Any]:
         log = read_runs(state.store, now - window_s, environment, limit, config.calibration.outlier_bound, now)
-        clean_runs = sum(1 for r in log.runs if r.clean and r.tasks)
         report = gap_report(log, state.planner.factors(config))
-        report["window_calibration"] = estimate(log.observations(), clean_runs, config.calibration, now).to_json()
+        report["window_calibration"] = log.factors(config.calibration, now).to_json()
         return report
 
     return await run_in_threadpool(compute)

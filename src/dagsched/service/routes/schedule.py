@@ -22,12 +22,10 @@ async def schedule(body: ScheduleRequest, state: State, background: BackgroundTa
     missing, fails, misses its deadline (`decision_deadline_ms`: it makes its whole plan in one decision)
     or its breaker is open; the response then says `fallback: true` and why.
     """
-    config = state.config
+    config, later = state.config, background.add_task
     # A small plan is made here, on the event loop: it costs less than a trip to the threadpool and back. A
     # larger one (or any while another plan runs) takes one trip, so the loop keeps answering health checks and
     # the extender meanwhile (a sync route with a sync dependency and a checked response made three).
-    small = state.planning.plan_if_small(body, config)
-    planned, content = small or await run_in_threadpool(state.planning.plan, body, config)
-    for task in state.planning.after(planned, config):
-        background.add_task(task)
+    small = state.planning.plan_if_small(body, config, later)
+    _, content = small or await run_in_threadpool(state.planning.plan, body, config, later)
     return Response(content, media_type="application/json")

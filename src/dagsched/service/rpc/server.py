@@ -205,10 +205,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                 request.weights, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
             )
         body = parse(ScheduleRequest, data)
-        config = self.state.config
-        planned, _ = self.state.planning.plan(body, config)
-        for task in self.state.planning.after(planned, config):
-            self.background.submit(task)
+        planned, _ = self.state.planning.plan(body, self.state.config, self.background.submit)
         return plan_message(planned.response)
 
     def _extender_args(self, request: pb.ExtenderArgs) -> dict[str, Any]:
@@ -221,12 +218,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     @_handler
     def Filter(self, request: pb.ExtenderArgs, context: grpc.aio.ServicerContext) -> pb.FilterResult:  # noqa: N802
-        try:
+        with self.state.metrics.k8s_call("filter"):
             result = k8s.filter_nodes(self._extender_args(request), self.state.config.compiled_rules)
-        except Exception:
-            self.state.metrics.count_k8s("filter", "error")
-            raise
-        self.state.metrics.count_k8s("filter", "ok")
         msg = pb.FilterResult(
             nodenames=result["nodenames"] or [],
             failed_nodes=result["failedNodes"],
@@ -240,12 +233,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     @_handler
     def Prioritize(self, request: pb.ExtenderArgs, context: grpc.aio.ServicerContext) -> pb.HostPriorityList:  # noqa: N802
         args = self._extender_args(request)
-        try:
+        with self.state.metrics.k8s_call("prioritize"):
             result = k8s.prioritize_pod(args, self.state.config.compiled_rules, self.state.store.plans)
-        except Exception:
-            self.state.metrics.count_k8s("prioritize", "error")
-            raise
-        self.state.metrics.count_k8s("prioritize", "ok")
         return pb.HostPriorityList(priorities=[pb.HostPriority(host=h["host"], score=h["score"]) for h in result])
 
     @_handler
@@ -287,7 +276,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
 
 class Server:
-    """The gRPC server of one process, on an event loop of its own thread."""
+    """The gRPC server of one process's state on host:port (0: a free port; `port` says which), on an event loop of
+    its own thread."""
 
     def __init__(self, state: ServiceState, host: str, port: int) -> None:
         self.loop = asyncio.new_event_loop()
@@ -318,8 +308,3 @@ class Server:
         asyncio.run_coroutine_threadsafe(self.server.stop(grace), self.loop).result(timeout=grace + 10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=10)
-
-
-def start(state: ServiceState, host: str, port: int) -> Server:
-    """Serve the RPCs on host:port (0: a free port; `server.port` says which) for one process's state."""
-    return Server(state, host, port)

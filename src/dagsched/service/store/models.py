@@ -32,11 +32,8 @@ class Models(Part):
             )
 
     def get_blob(self, sha256: str) -> tuple[bytes, dict[str, Any]] | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                sa.select(model_blobs.c.weights, model_blobs.c.meta).where(model_blobs.c.sha256 == sha256)
-            ).first()
-        return (bytes(row[0]), dict(row[1])) if row else None
+        row = self._first(sa.select(model_blobs.c.weights, model_blobs.c.meta).where(model_blobs.c.sha256 == sha256))
+        return (bytes(row["weights"]), dict(row["meta"])) if row else None
 
     def blob_by_version(self, version: str) -> tuple[str, bytes, dict[str, Any]] | None:
         """The newest kept policy with this version: (sha256, weights, metadata)."""
@@ -46,6 +43,5 @@ class Models(Part):
             .order_by(model_blobs.c.created_at.desc())
             .limit(1)
         )
-        with self.engine.connect() as conn:
-            row = conn.execute(q).first()
-        return (str(row[0]), bytes(row[1]), dict(row[2])) if row else None
+        row = self._first(q)
+        return (str(row["sha256"]), bytes(row["weights"]), dict(row["meta"])) if row else None
