@@ -36,11 +36,12 @@ def hesrpt_shares(m: int, p: float) -> FloatArray:
 
 
 def held_by_workflow(cp: CompiledProblem, dp: DecisionPoint) -> FloatArray:
-    """(workflows, 3): the cpu, memory and GPUs each workflow's running tasks hold. O(running)."""
+    """(workflows, 3): the cpu, memory and GPUs each workflow's running tasks hold (summed in the order they started,
+    as a loop would: the same floats). O(running)."""
     held = np.zeros((cp.n_workflows, 3))
-    task_wf = cp.task_wf
-    for t in dp.running:
-        held[int(task_wf[t])] += dp.request(t)
+    running = np.asarray(dp.running, dtype=np.int64)
+    if len(running):
+        np.add.at(held, cp.task_wf[running], dp.requests(running))
     return held
 
 
@@ -79,8 +80,10 @@ def over_cap(held: FloatArray, total: FloatArray, cap_share: FloatArray) -> npt.
 
 
 def one_over_cap(held: FloatArray, total: FloatArray, cap_share: float) -> bool:
-    """`over_cap` of one workflow (`held`: its row), as a decision places its tasks one by one. O(1)."""
-    return bool(held.any()) and float(np.max(held / total)) >= cap_share
+    """`over_cap` of one workflow (`held`: its row), as a decision places its tasks one by one (in Python floats: the
+    same divisions, a sixth of numpy's time on three numbers). O(1)."""
+    row, cap = held.tolist(), total.tolist()
+    return any(row) and max(h / c for h, c in zip(row, cap, strict=True)) >= cap_share
 
 
 def busy_share(dp: DecisionPoint, total: FloatArray) -> float:
