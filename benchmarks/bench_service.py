@@ -7,13 +7,15 @@ Workload: a 20-task `layered` workflow on the 16-node `hetero-16` cluster, plann
 with the learned planner `drl` (the shipped model); then `--large-plans` plans of
 a `--large-tasks`-task workflow on the 100 nodes of `large-100` with each; then kube-scheduler's
 `prioritize` for one of its pods; then RSS of the server's processes over `--memory-requests` more
-prioritize calls, read five times along the way (flat memory means the last readings do not climb).
+prioritize calls, read five times along the way (flat memory means the last readings do not climb). With
+`--prioritize-beside SCHEDULER`, `prioritize` is timed once more while another client process plans the 20-task
+workflow with SCHEDULER on the same worker, over and over: what plans in flight cost the extender's latency.
 
 Prints figures; asserts nothing about wall-clock time (the machine is shared: compare figures
 measured side by side in one sitting, e.g. this tree's server against another's with `--server-src`).
 
 Run:  .venv/bin/python benchmarks/bench_service.py [--plans 300] [--prioritize 3000] [--memory-requests 5000]
-      [--workers 1] [--concurrency 1] [--server-src OTHER_TREE/src]
+      [--workers 1] [--concurrency 1] [--server-src OTHER_TREE/src] [--prioritize-beside drl]
 The published memory figure is after 100,000 requests: --memory-requests 100000.
 """
 
@@ -89,6 +91,15 @@ def _timed(
     )
 
 
+def _plan_until(port: int, body: bytes, stop: Any, done: Any) -> None:
+    """Plan `body` over and over on one connection until `stop` is set; count the plans in `done`."""
+    client = Client(port)
+    while not stop.is_set():
+        client.timed_post("/v1/schedule", body)
+        with done.get_lock():
+            done.value += 1
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--plans", type=int, default=300, help="timed plans per scheduler")
@@ -106,6 +117,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--server-src", type=Path, default=None, help="run the server from another source tree (a before/after run)"
+    )
+    parser.add_argument(
+        "--prioritize-beside", default="", help="a scheduler: time prioritize again while a client plans with it"
     )
     args = parser.parse_args()
     nodes = sample_nodes(0)
@@ -161,6 +175,27 @@ def main() -> None:
             ext = json.dumps(extender_args(nodes, wf["name"], wf["tasks"][0]["id"])).encode()
             load("/v1/k8s/prioritize", ext, 50 * max(args.workers, args.concurrency))
             print(timed("/v1/k8s/prioritize (16 nodes)", "/v1/k8s/prioritize", ext, args.prioritize))
+            if args.prioritize_beside:  # the extender's latency while plans arrive at the same worker
+                ctx = mp.get_context("spawn")
+                stop, done = ctx.Event(), ctx.Value("i", 0)
+                body = json.dumps({"workflow": wf, "nodes": nodes, "scheduler": args.prioritize_beside}).encode()
+                planner = ctx.Process(target=_plan_until, args=(port, body, stop, done))
+                planner.start()
+                try:
+                    while done.value < 5:  # plans under way before the timing starts
+                        time.sleep(0.05)
+                    before = done.value
+                    lat = sequential_calls(port, "/v1/k8s/prioritize", ext, args.prioritize, 0)[0]
+                    planned = done.value - before
+                finally:
+                    stop.set()
+                    planner.join(60)
+                q = statistics.quantiles(lat, n=100, method="inclusive")
+                print(
+                    f"/v1/k8s/prioritize beside {args.prioritize_beside} plans   p50 {q[49] * 1e3:7.2f} ms   "
+                    f"p99 {q[98] * 1e3:7.2f} ms   max {max(lat) * 1e3:7.2f} ms   (n={len(lat)}; "
+                    f"{planned} 20-task plans meanwhile from another client)"
+                )
             total, each = server_rss_mib(proc.pid)
             readings = [f"{total:.1f}"]
             t0 = time.perf_counter()
