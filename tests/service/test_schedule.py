@@ -6,6 +6,7 @@ import asyncio
 import json
 import threading
 import time
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -224,13 +225,8 @@ def test_the_openapi_text_names_the_default_scheduler_the_config_has(client: Tes
     assert client.get("/v1/config").json()["default_scheduler"] == default
 
 
-def test_a_small_plan_is_made_on_the_event_loop_and_a_large_or_waiting_one_on_a_thread(client: TestClient) -> None:
-    """A small native workflow is planned where the request is served (no trip to the threadpool); a plan over
-    SMALL_PLAN_CELLS, a WfFormat one, and any plan while another holds the lock go to a thread (the loop never waits
-    on the lock); the plan that waited is the same plan."""
-    from dagsched.service.planning import SMALL_PLAN_CELLS
-
-    planning = client.app.state.service.planning  # type: ignore[attr-defined]
+def _on_loop_spy(planning: Any) -> list[bool]:
+    """Whether each plan the planner makes runs on an event loop (True) or on a worker thread (False)."""
     planner_plan, on_loop = planning.planner.plan, []
 
     def spy(body, config):  # type: ignore[no-untyped-def]
@@ -242,6 +238,17 @@ def test_a_small_plan_is_made_on_the_event_loop_and_a_large_or_waiting_one_on_a_
         return planner_plan(body, config)
 
     planning.planner.plan = spy
+    return on_loop
+
+
+def test_a_small_plan_is_made_on_the_event_loop_and_a_large_or_waiting_one_on_a_thread(client: TestClient) -> None:
+    """A small native workflow is planned where the request is served (no trip to the threadpool); a plan over
+    SMALL_PLAN_CELLS, a WfFormat one, and any plan while another holds the lock go to a thread (the loop never waits
+    on the lock); the plan that waited is the same plan."""
+    from dagsched.service.planning import SMALL_PLAN_CELLS
+
+    planning = client.app.state.service.planning  # type: ignore[attr-defined]
+    on_loop = _on_loop_spy(planning)
     big = {"name": "wide", "tasks": [{"id": f"t{i}", "runtime": 1} for i in range(SMALL_PLAN_CELLS // 3 + 1)]}
     bodies = [{"workflow": workflow(), "nodes": nodes()}, {"workflow": big, "nodes": nodes()}]
     bodies.append({"workflow": wfformat_workflow(), "nodes": nodes()})
@@ -257,3 +264,12 @@ def test_a_small_plan_is_made_on_the_event_loop_and_a_large_or_waiting_one_on_a_
     waiting.join(30)
     assert on_loop == [True, False, False, False]
     assert plans[-1].status_code == 200 and plans[-1].json()["makespan"] == plans[0].json()["makespan"]
+
+
+def test_loop_plan_cells_0_puts_every_plan_on_a_thread(make_settings) -> None:
+    """DAGSCHED_LOOP_PLAN_CELLS=0: the extender never waits for a plan on the loop; the plan is the same."""
+    with TestClient(create_app(make_settings(loop_plan_cells=0))) as c:
+        on_loop = _on_loop_spy(c.app.state.service.planning)  # type: ignore[attr-defined]
+        r = c.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes(), "scheduler": "heft"})
+        assert r.status_code == 200 and r.json()["makespan"] == pytest.approx(10.0)
+    assert on_loop == [False]

@@ -22,9 +22,11 @@ from dagsched.service.store.plans import Plans
 _PLAN = TypeAdapter(PlanResponse)
 
 SMALL_PLAN_CELLS = 512
-"""Plans of at most this many (task, node) pairs may run on the calling event loop (`plan_if_small`): a 20-task plan
-on 16 nodes takes a few milliseconds, less than the hop to a worker thread and back cost it (0.35 ms of CPU, 0.6 ms
-of wall); larger plans go to a thread, so the loop keeps answering health checks and the extender meanwhile."""
+"""Plans of at most this many (task, node) pairs run on the calling event loop by default (`plan_if_small`,
+`DAGSCHED_LOOP_PLAN_CELLS`): a 20-task plan on 16 nodes takes a few milliseconds, less than the trip to a worker
+thread and back cost it (0.35 ms of CPU, 0.6 ms of wall); larger plans go to a thread, so the loop keeps answering
+health checks and the extender meanwhile. The price: an extender call that arrives during such a plan waits for it
+(docs/service.md, "Performance")."""
 Later = Callable[[Callable[[], None]], object]
 """Where what runs after the answer is sent goes (the shadow's plan, the canary's other arm)."""
 
@@ -40,6 +42,8 @@ class Planning:
     lock: threading.Lock
     """One plan at a time per process: interleaved plans gain nothing under the GIL and miss their deadlines."""
     record_canary: Callable[[Planned, RuntimeConfig], None]
+    small_cells: int = SMALL_PLAN_CELLS
+    """`plan_if_small`'s limit; 0: every plan goes to a thread"""
 
     def plan(self, body: ScheduleRequest, config: RuntimeConfig, later: Later) -> tuple[Planned, bytes]:
         """Plan, encode the response once (as the schema checks it), store the plan with that same text; hand `later`
@@ -50,10 +54,10 @@ class Planning:
         return planned, self._record(planned, config, later)
 
     def plan_if_small(self, body: ScheduleRequest, config: RuntimeConfig, later: Later) -> tuple[Planned, bytes] | None:
-        """`plan` here and now when the workflow is native and small (`SMALL_PLAN_CELLS`) and no other plan runs;
-        None otherwise (the caller plans on a thread: an event loop never waits for the lock)."""
+        """`plan` here and now when the workflow is native and small (`small_cells`) and no other plan runs; None
+        otherwise (the caller plans on a thread: an event loop never waits for the lock)."""
         tasks = body.workflow.get("tasks")
-        if not isinstance(tasks, list) or len(tasks) * len(body.nodes) > SMALL_PLAN_CELLS:
+        if not isinstance(tasks, list) or not tasks or len(tasks) * len(body.nodes) > self.small_cells:
             return None
         self._check_nodes(body)
         if not self.lock.acquire(blocking=False):

@@ -30,6 +30,9 @@ class Settings(BaseSettings):
     max_upload_bytes: int = Field(50_000_000, gt=0, description="largest weights upload")
     max_tasks: int = Field(5_000, gt=0, description="largest workflow /v1/schedule plans")
     max_nodes: int = Field(1_000, gt=0, description="most nodes one request may carry")
+    loop_plan_cells: int = Field(
+        512, ge=0, description="plans of at most this many task-node pairs are made on the event loop; 0: none"
+    )
     sync_interval_s: float = Field(
         1.0, ge=0, description="how often this replica polls the store for a new serving model or config; 0: never"
     )

@@ -57,7 +57,13 @@ class ServiceState:
         )
         self.planner.router = self.canary.route
         self.planning = Planning(
-            self.planner, self.store.plans, self.metrics, settings.max_nodes, plan_lock, self.canary.record
+            self.planner,
+            self.store.plans,
+            self.metrics,
+            settings.max_nodes,
+            plan_lock,
+            self.canary.record,
+            settings.loop_plan_cells,
         )
         self.replanning = Replanning(
             self.store.plans, self.store.events, self.planner, self.metrics, lambda: self.canary.evaluate()
