@@ -28,6 +28,7 @@ import numpy as np
 from dagsched.model.compiled import CompiledProblem, task_work
 from dagsched.schedulers.base import register
 from dagsched.schedulers.greedy import ListScheduler
+from dagsched.schedulers.levers import held_by_workflow
 from dagsched.schedulers.progress import tail_path_s
 from dagsched.sim.decision import Decision, DecisionPoint
 
@@ -53,10 +54,7 @@ class WeightedFair(ListScheduler):
 
     def decide(self, dp: DecisionPoint) -> Decision:
         self.dp = dp
-        self.held[:] = 0.0
-        task_wf = self.cp.task_wf
-        for t in dp.running:
-            self.held[int(task_wf[t])] += dp.request(t)
+        self.held = held_by_workflow(self.cp, dp)
         return super().decide(dp)
 
     def order(self, ready: list[int]) -> Iterator[int]:

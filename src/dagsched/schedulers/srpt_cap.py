@@ -24,7 +24,7 @@ import numpy as np
 
 from dagsched.model.compiled import CompiledProblem
 from dagsched.schedulers.base import register
-from dagsched.schedulers.levers import capped_order, held_by_workflow, hesrpt_shares, up_capacity
+from dagsched.schedulers.levers import capped_order, held_by_workflow, hesrpt_shares, one_over_cap, up_capacity
 from dagsched.schedulers.srpt_hold import HOLD_MARGIN, SRPTHold
 from dagsched.sim.decision import Decision, DecisionPoint
 
@@ -72,7 +72,7 @@ class SRPTCap(SRPTHold):
 
     def at_cap(self, t: int) -> bool:
         w = int(self.cp.task_wf[t])
-        return bool(self.held[w].any()) and float(np.max(self.held[w] / self.total)) >= self.cap_share[w]
+        return one_over_cap(self.held[w], self.total, self.cap_share[w])
 
     def order(self, ready: list[int]) -> Iterator[int]:
         yield from capped_order(super().order(ready), self.at_cap, strict=self.hard)
