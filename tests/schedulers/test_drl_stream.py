@@ -21,11 +21,13 @@ from dagsched.policy.stream_index import (
     LEVER_PARAMS,
     N_WORKFLOW_FEATURES,
     NODE_FEATURES,
+    SHIPPED,
+    SHIPPED_LEVERS,
     IndexNet,
     StreamContext,
     lever_heads,
 )
-from dagsched.schedulers import simulate
+from dagsched.schedulers import make_scheduler, simulate
 from dagsched.schedulers.drl_stream import DRLStream
 from dagsched.schedulers.fair_cap import CAP_FACTOR
 from dagsched.schedulers.srpt_admit import SATURATED, SRPTAdmit
@@ -109,6 +111,19 @@ def test_the_cap_head_starts_as_fair_caps_cap_and_is_a_hard_limit() -> None:
     loose = srpt_as_net()
     loose.params["b_cap"][0] = 50.0
     assert _attempts(cp, DRLStream(loose, admit=False), config) == uncapped
+
+
+def test_drl_stream_levers_is_drl_stream_at_the_lever_weights() -> None:
+    """The registered `drl_stream_levers` loads the weights with both lever heads and runs both levers: attempt for
+    attempt `DRLStream` at those weights, and not `drl_stream` at its default weights (which have no lever heads), on
+    a homog-8 stream where the cap binds."""
+    levers = make_scheduler("drl_stream_levers")
+    assert isinstance(levers, DRLStream) and levers.cap and levers.admit
+    assert not make_scheduler("drl_stream").cap and SHIPPED_LEVERS != SHIPPED
+    cp, config = _homog8_stream(), SimConfig(**mode_settings("shared"))
+    attempts = _attempts(cp, levers, config)
+    assert attempts == _attempts(cp, DRLStream(SHIPPED_LEVERS), config)
+    assert attempts != _attempts(cp, make_scheduler("drl_stream"), config)
 
 
 def test_the_lever_heads_start_at_the_hand_rules_values() -> None:

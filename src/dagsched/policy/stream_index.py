@@ -297,3 +297,5 @@ def lever_heads(cap_factor: float = 4.0, saturated: float = 0.85) -> dict[str, F
 
 SHIPPED = Path(__file__).resolve().parents[1] / "data" / "models" / "stream-index-v1.safetensors"
 """The weights `drl_stream` loads by default."""
+SHIPPED_LEVERS = SHIPPED.with_name(SHIPPED.stem + "-levers.safetensors")
+"""The weights with the cap and admission heads, what `drl_stream_levers` loads."""
