@@ -192,6 +192,40 @@ def test_features_read_only_the_past_and_the_ready_set() -> None:
     assert ctx.measured_load(-1.0) == 0.0
 
 
+class _FeaturesChecked(DRLStream):
+    """drl_stream that computes each decision's rows again with the ready tasks in a shuffled order."""
+
+    def order(self, ready):
+        tasks = np.asarray(ready, dtype=np.int64)
+        x = self.ctx.features(self.view, tasks, self.left, self.ctx.groups(tasks, ascending=True))
+        shuffled = self.rng.permutation(len(tasks))
+        self.checked.append(
+            (
+                len(np.unique(self.cp.task_wf[tasks])),
+                x[shuffled],
+                self.ctx.features(self.view, tasks[shuffled], self.left),
+            )
+        )
+        yield from super().order(ready)
+
+    def reset(self, cp, dp, seed=0) -> None:
+        super().reset(cp, dp, seed)
+        self.rng = np.random.default_rng(0)
+        self.checked: list[tuple[int, np.ndarray, np.ndarray]] = []
+
+
+def test_rows_are_the_same_in_any_order_of_the_ready_tasks() -> None:
+    """The rows of the ready tasks grouped by workflow as runs of the ascending task index (what drl_stream passes)
+    are the rows computed from the same tasks in a shuffled order (grouped by a sort), bit for bit, at every
+    decision of a 12-workflow stream, many of them with several workflows ready."""
+    cp = compile_problem(generate_stream(cluster_preset("hetero-16"), 12, 0.9, "bursty", seed=7).problem())
+    checked = _FeaturesChecked(srpt_as_net())
+    _attempts(cp, checked, SimConfig(**mode_settings("shared")))
+    assert sum(n >= 3 for n, _, _ in checked.checked) > 50
+    for _, x, again in checked.checked:
+        assert np.array_equal(x, again)
+
+
 def test_weights_round_trip_with_what_they_trained_on(tmp_path) -> None:
     """Saved and loaded: the same parameters and the metadata given; weights without the lever heads run with both
     levers off; weights of other features are refused with an error naming the weights, and so is a file that is not

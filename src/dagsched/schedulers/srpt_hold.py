@@ -59,6 +59,15 @@ def node_worth_waiting_for(
     return None
 
 
+def could_wait(exec_s: npt.NDArray[np.float64], startable: npt.NDArray[np.bool_], now: float, margin: float) -> bool:
+    """Whether `node_worth_waiting_for` could find a node, from run times alone: a node that cannot start the task
+    now starts it at `now` at the earliest, so it finishes no sooner than `now` plus its run time (rounding is
+    monotone: the same holds of the floats), and when that is not sooner than the bound for every such node, none
+    is worth it. O(p), without the earliest starts."""
+    run_s = float(exec_s[startable].min())
+    return now + float(np.where(startable, np.inf, exec_s).min()) < now + (1.0 - margin) * run_s
+
+
 @register
 class SRPTHold(ListScheduler):
     name = "srpt_hold"
@@ -98,22 +107,31 @@ class SRPTHold(ListScheduler):
 
     def choose_node(self, t: int, startable: list[int]) -> int | None:
         """The earliest-finish startable node, or None when t waits for a node that cannot start it now
-        (`node_worth_waiting_for`); the decision then asks to be woken when that node could start it, so a hold
-        never stalls the run. A held task speaks for its node until it would end there, so the tasks behind it do
-        not all wait for the same node while the others stand idle. A node given a task in this decision is taken
-        to have room again when the first of those ends."""
-        if self.margin is None:
-            return super().choose_node(t, startable)
+        (`holds`)."""
+        if self.margin is not None and self.holds(t, startable):
+            return None
+        return super().choose_node(t, startable)
+
+    def holds(self, t: int, startable: list[int]) -> bool:
+        """Whether t waits for a node that cannot start it now (`node_worth_waiting_for`); the decision then asks to
+        be woken when that node could start it, so a hold never stalls the run. A held task speaks for its node
+        until it would end there, so the tasks behind it do not all wait for the same node while the others stand
+        idle. A node given a task in this decision is taken to have room again when the first of those ends. The
+        earliest starts are computed only when some node that cannot start t now would finish it soon enough
+        were it to start now (`could_wait`): on equal speeds, or with the fastest nodes startable, never."""
+        assert self.margin is not None
         now_ok = np.zeros(self.cp.n_nodes, dtype=bool)
         now_ok[startable] = True
-        start = np.maximum(np.maximum(self.earliest_starts(t), self.first_end_s), self.reserved_s)
         exec_s = self.cp.exec_s[t]
+        if not could_wait(exec_s, now_ok, self.dp.now, self.margin):
+            return False
+        start = np.maximum(np.maximum(self.earliest_starts(t), self.first_end_s), self.reserved_s)
         nd = node_worth_waiting_for(start, exec_s, now_ok, self.dp.now, self.margin)
         if nd is None:
-            return super().choose_node(t, startable)
+            return False
         self.wake_s = min(self.wake_s, float(start[nd]))
         self.reserved_s[nd] = float(start[nd] + exec_s[nd])  # the node is spoken for: the next task sees it later
-        return None
+        return True
 
     def earliest_starts(self, t: int) -> npt.NDArray[np.float64]:
         """t's earliest start on each node as the decision point sees it (`DecisionPoint.earliest_starts`), computed
