@@ -64,7 +64,7 @@ class DRLStream(SRPTHold):
     name = "drl_stream"
     best_for = (
         "shared clusters under load with nodes of several speeds: the shortest mean completion, by a small margin; on "
-        "homogeneous ones fair_cap (its learned cap and admission, drl_stream@levers, are no shorter than fair_cap)"
+        "homogeneous ones fair_cap (its learned cap and admission, drl_stream_levers, are no shorter than fair_cap)"
     )
     uses_seed = False
 

@@ -17,7 +17,8 @@ baseline approaches; the hold is the earliest-finish rule over every node, busy 
 (HEFT's node choice, taken online).
 Complexity: O(r log r) per decision for the order of r ready tasks, O(n) for the work left
 (`DecisionPoint.work_left`), and O(p) per task served for its earliest starts on p nodes (only the tasks the
-decision reaches before the room runs out). Ties: equal work left by the longer tail, then the task
+decision reaches before the room runs out, and only where a node that cannot start the task now could be worth
+waiting for: `could_wait`). Ties: equal work left by the longer tail, then the task
 index; equal finish times by the lowest node index.
 """
 
