@@ -236,9 +236,10 @@ def test_the_hold_skips_the_earliest_starts_only_where_no_node_could_be_worth_wa
     twice as fast busy, yes (at margin 0.2). Wherever it says no, `node_worth_waiting_for` finds no node whatever the
     busy nodes' earliest starts (from now on), over 2,000 random cases, some at the bound to the last digit."""
     now = 100.0
-    assert not could_wait(np.array([4.0, 4.0, 4.0]), np.array([True, False, False]), now, 0.2)
-    assert not could_wait(np.array([2.0, 4.0, 3.0]), np.array([True, False, True]), now, 0.2)
-    assert could_wait(np.array([2.0, 4.0, 3.0]), np.array([False, True, True]), now, 0.2)
+    assert not could_wait([4.0, 4.0, 4.0], [0], now, 0.2)
+    assert not could_wait([2.0, 4.0, 3.0], [0, 2], now, 0.2)
+    assert could_wait([2.0, 4.0, 3.0], [1, 2], now, 0.2)
+    assert not could_wait([2.0, 4.0, 3.0], [0, 1, 2], now, 0.2)  # every node can start it now
     rng = np.random.default_rng(0)
     ruled_out = 0
     for _ in range(2000):
@@ -247,7 +248,7 @@ def test_the_hold_skips_the_earliest_starts_only_where_no_node_could_be_worth_wa
         startable[rng.integers(6)] = True
         margin = float(rng.choice([0.0, 0.2, 0.5, 1 / 3]))
         start_s = now + rng.choice([0.0, 1e-12, 0.5, 3.0], size=6)
-        if not could_wait(exec_s, startable, now, margin):
+        if not could_wait(exec_s.tolist(), np.flatnonzero(startable).tolist(), now, margin):
             ruled_out += 1
             assert node_worth_waiting_for(start_s, exec_s, startable, now, margin) is None
     assert 200 < ruled_out < 1800

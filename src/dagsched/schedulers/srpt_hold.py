@@ -24,6 +24,7 @@ index; equal finish times by the lowest node index.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 import numpy as np
@@ -60,13 +61,15 @@ def node_worth_waiting_for(
     return None
 
 
-def could_wait(exec_s: npt.NDArray[np.float64], startable: npt.NDArray[np.bool_], now: float, margin: float) -> bool:
-    """Whether `node_worth_waiting_for` could find a node, from run times alone: a node that cannot start the task
-    now starts it at `now` at the earliest, so it finishes no sooner than `now` plus its run time (rounding is
-    monotone: the same holds of the floats), and when that is not sooner than the bound for every such node, none
-    is worth it. O(p), without the earliest starts."""
-    run_s = float(exec_s[startable].min())
-    return now + float(np.where(startable, np.inf, exec_s).min()) < now + (1.0 - margin) * run_s
+def could_wait(exec_s: list[float], startable: list[int], now: float, margin: float) -> bool:
+    """Whether `node_worth_waiting_for` could find a node, from the task's run times alone (`exec_s`, one per node):
+    a node that cannot start it now starts it at `now` at the earliest, so it finishes no sooner than `now` plus its
+    run time (rounding is monotone: the same holds of the floats), and when that is not sooner than the bound for
+    every such node, none is worth it. O(p) in Python floats, without the earliest starts."""
+    run_s = min(exec_s[n] for n in startable)
+    now_ok = set(startable)
+    other_s = min((e for n, e in enumerate(exec_s) if n not in now_ok), default=math.inf)
+    return now + other_s < now + (1.0 - margin) * run_s
 
 
 @register
@@ -88,7 +91,7 @@ class SRPTHold(ListScheduler):
         self.left = np.zeros(cp.n_workflows)
 
     def decide(self, dp: DecisionPoint) -> Decision:
-        self.left = dp.work_left(self.work)
+        self.left = self.work_left(dp)
         if self.margin is not None:  # what the holds read, kept current as this decision places tasks
             self.dp = dp
             self.start_rows: dict[int, npt.NDArray[np.float64]] = {}
@@ -100,6 +103,10 @@ class SRPTHold(ListScheduler):
             return decision
         wake = self.wake_s if decision.wake_at is None else min(decision.wake_at, self.wake_s)
         return Decision(decision.assignments, wake)
+
+    def work_left(self, dp: DecisionPoint) -> npt.NDArray[np.float64]:
+        """Each workflow's work left, what the order reads (`DecisionPoint.work_left`)."""
+        return dp.work_left(self.work)
 
     def assigned(self, t: int, nd: int) -> None:
         if self.margin is not None:
@@ -121,11 +128,11 @@ class SRPTHold(ListScheduler):
         earliest starts are computed only when some node that cannot start t now would finish it soon enough
         were it to start now (`could_wait`): on equal speeds, or with the fastest nodes startable, never."""
         assert self.margin is not None
+        exec_s = self.cp.exec_s[t]
+        if not could_wait(exec_s.tolist(), startable, self.dp.now, self.margin):
+            return False
         now_ok = np.zeros(self.cp.n_nodes, dtype=bool)
         now_ok[startable] = True
-        exec_s = self.cp.exec_s[t]
-        if not could_wait(exec_s, now_ok, self.dp.now, self.margin):
-            return False
         start = np.maximum(np.maximum(self.earliest_starts(t), self.first_end_s), self.reserved_s)
         nd = node_worth_waiting_for(start, exec_s, now_ok, self.dp.now, self.margin)
         if nd is None:
