@@ -25,9 +25,10 @@ admission as in query schedulers that learn when a query starts (BQSched); the n
 evolution strategies (GATES, IJCAI 2025, trained a dynamic cloud-workflow policy with ES). Trained by
 `dagsched.rl.stream_train`: imitation of srpt_hold's order and node, then ES with common random numbers on
 streams (docs/shared-cluster.md, "The learned dispatch index", "Parallelism caps and admission").
-Complexity: O(r F H) per decision for the scores of r ready tasks (F features, H hidden units) plus
-srpt_hold's O(r p) earliest starts on p nodes, O(w F + running) for the levers of w workflows; per placed task
-O(p log p) for its candidates. Per-stream
+Complexity: O(r F H) per decision for the scores of r ready tasks (F features, H hidden units), the work left
+summed over the tasks of the workflows with a ready task only, srpt_hold's O(p) earliest starts on p nodes per
+served task where a busy node could be worth waiting for, O(w F + running) for the levers of w workflows (Python
+floats per workflow); per placed task O(p log p) for its candidates. Per-stream
 constants (tails, best-node times, data in) are computed once at reset. Ties: equal scores by task index;
 equal node scores by the earlier finish, then the lowest node index.
 """
