@@ -21,11 +21,13 @@ from dagsched.policy.stream_index import (
     LEVER_PARAMS,
     N_WORKFLOW_FEATURES,
     NODE_FEATURES,
+    SHIPPED,
+    SHIPPED_LEVERS,
     IndexNet,
     StreamContext,
     lever_heads,
 )
-from dagsched.schedulers import simulate
+from dagsched.schedulers import make_scheduler, simulate
 from dagsched.schedulers.drl_stream import DRLStream
 from dagsched.schedulers.fair_cap import CAP_FACTOR
 from dagsched.schedulers.srpt_admit import SATURATED, SRPTAdmit
@@ -111,6 +113,19 @@ def test_the_cap_head_starts_as_fair_caps_cap_and_is_a_hard_limit() -> None:
     assert _attempts(cp, DRLStream(loose, admit=False), config) == uncapped
 
 
+def test_drl_stream_levers_is_drl_stream_at_the_lever_weights() -> None:
+    """The registered `drl_stream_levers` loads the weights with both lever heads and runs both levers: attempt for
+    attempt `DRLStream` at those weights, and not `drl_stream` at its default weights (which have no lever heads), on
+    a homog-8 stream where the cap binds."""
+    levers = make_scheduler("drl_stream_levers")
+    assert isinstance(levers, DRLStream) and levers.cap and levers.admit
+    assert not make_scheduler("drl_stream").cap and SHIPPED_LEVERS != SHIPPED
+    cp, config = _homog8_stream(), SimConfig(**mode_settings("shared"))
+    attempts = _attempts(cp, levers, config)
+    assert attempts == _attempts(cp, DRLStream(SHIPPED_LEVERS), config)
+    assert attempts != _attempts(cp, make_scheduler("drl_stream"), config)
+
+
 def test_the_lever_heads_start_at_the_hand_rules_values() -> None:
     """The lever heads' initial values are fair_cap's factor and srpt_admit's threshold at ratio 1."""
     sat, ratio = IndexNet.initial().admission(np.ones((2, N_WORKFLOW_FEATURES)))
@@ -175,6 +190,40 @@ def test_features_read_only_the_past_and_the_ready_set() -> None:
     own = (cp.req[cp.task_wf == first] * cp.runtime_s[cp.task_wf == first, None]).sum(axis=0)
     assert x[0, FEATURES.index("measured_load")] == pytest.approx(float((own / capacity).max() / 600.0))
     assert ctx.measured_load(-1.0) == 0.0
+
+
+class _FeaturesChecked(DRLStream):
+    """drl_stream that computes each decision's rows again with the ready tasks in a shuffled order."""
+
+    def order(self, ready):
+        tasks = np.asarray(ready, dtype=np.int64)
+        x = self.ctx.features(self.view, tasks, self.left, self.ctx.groups(tasks, ascending=True))
+        shuffled = self.rng.permutation(len(tasks))
+        self.checked.append(
+            (
+                len(np.unique(self.cp.task_wf[tasks])),
+                x[shuffled],
+                self.ctx.features(self.view, tasks[shuffled], self.left),
+            )
+        )
+        yield from super().order(ready)
+
+    def reset(self, cp, dp, seed=0) -> None:
+        super().reset(cp, dp, seed)
+        self.rng = np.random.default_rng(0)
+        self.checked: list[tuple[int, np.ndarray, np.ndarray]] = []
+
+
+def test_rows_are_the_same_in_any_order_of_the_ready_tasks() -> None:
+    """The rows of the ready tasks grouped by workflow as runs of the ascending task index (what drl_stream passes)
+    are the rows computed from the same tasks in a shuffled order (grouped by a sort), bit for bit, at every
+    decision of a 12-workflow stream, many of them with several workflows ready."""
+    cp = compile_problem(generate_stream(cluster_preset("hetero-16"), 12, 0.9, "bursty", seed=7).problem())
+    checked = _FeaturesChecked(srpt_as_net())
+    _attempts(cp, checked, SimConfig(**mode_settings("shared")))
+    assert sum(n >= 3 for n, _, _ in checked.checked) > 50
+    for _, x, again in checked.checked:
+        assert np.array_equal(x, again)
 
 
 def test_weights_round_trip_with_what_they_trained_on(tmp_path) -> None:

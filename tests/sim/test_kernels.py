@@ -2,7 +2,7 @@
 
 Legal pairs and the next data arrival (`legality`), the offered window (`window`) and when room frees on a
 node (`room_times`), checked at every decision of runs in both modes, with failures, stragglers, boot
-delays, migrations and placement rules.
+delays, migrations and placement rules; the work left of the workflows with a ready task (`work_left_of`) on a stream.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from dagsched.schedulers import simulate
 from dagsched.sim import kernels
 from dagsched.sim.config import SimConfig
 from dagsched.sim.decision import Decision, DecisionPoint, Scheduler
+from dagsched.sim.state import DONE
 
 pytestmark = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
 
@@ -88,3 +89,43 @@ def test_rule_kernels_equal_numpy_on_every_decision(family, n_tasks, preset, sim
     assert result.valid and twin.checked > 10
     if rules:
         assert all(a.node != 0 for a in result.trace.attempts)
+
+
+class TwinWorkLeft(Scheduler):
+    """Serves the ready tasks in index order on the first node that fits, checking at each decision that the work
+    left of the workflows with a ready task, kernel and numpy, is `work_left`'s to the bit."""
+
+    name = "twin-work-left"
+
+    def reset(self, cp: Any, view: DecisionPoint, seed: int = 0) -> None:
+        super().reset(cp, view, seed)
+        self.work = np.random.default_rng(seed).lognormal(0.0, 2.0, cp.n_tasks)  # sums that round
+        self.checked = 0
+
+    def decide(self, dp: DecisionPoint) -> Decision:
+        ready = np.asarray(dp.ready_tasks(), dtype=np.int64)
+        wfs = np.unique(dp.cp.task_wf[ready])
+        whole = dp.work_left(self.work)[wfs]
+        assert _bits(dp.work_left_of(self.work, wfs)) == _bits(whole)
+        args = (self.work, dp.status, DONE, dp.cp.task_wf, dp.cp.wf_task_ptr, wfs)
+        assert _bits(kernels.work_left_of(*args, compiled=False)) == _bits(kernels.work_left_of(*args))
+        self.checked += len(wfs) > 1
+        free, out = dp.free.copy(), []
+        for t in ready.tolist():
+            for nd in range(dp.cp.n_nodes):
+                if dp.can_start(t, nd, free):
+                    free[nd] -= dp.request(t)
+                    out.append((t, nd))
+                    break
+        return Decision(out, None)
+
+
+def test_work_left_of_the_ready_workflows_equals_work_left() -> None:
+    """`DecisionPoint.work_left_of` (the kernel over the named workflows' tasks) and its numpy form give
+    `work_left`'s sums to the bit at every decision of a 20-workflow stream, many with several workflows ready."""
+    from dagsched.generate.streams import generate_stream
+
+    cp = compile_problem(generate_stream(cluster_preset("hetero-16"), 20, 0.9, "poisson", seed=3).problem())
+    twin = TwinWorkLeft()
+    result = simulate(cp, twin, SimConfig(noise_cv=0.3), seed=1)
+    assert result.valid and twin.checked > 50

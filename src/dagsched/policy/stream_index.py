@@ -22,9 +22,10 @@ weights were trained on; `IndexNet.flat`/`with_flat` give the parameter vector e
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -90,6 +91,22 @@ VERSION = 1
 """Bumped when a feature's meaning changes: weights of another version are refused."""
 
 
+class ReadyGroups(NamedTuple):
+    """Ready tasks by workflow: each one's workflow, and per workflow with a ready task (ascending) its index, the
+    position of its first ready task and how many it has ready; `inverse` (each task's workflow as a position in
+    `wfs`) only where the tasks are not in index order."""
+
+    wf: npt.NDArray[np.int64]
+    wfs: npt.NDArray[np.int64]
+    first: npt.NDArray[np.int64]
+    counts: npt.NDArray[np.int64]
+    inverse: npt.NDArray[np.int64] | None = None
+
+    def per_task(self, values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """One value per workflow (in `wfs`' order) repeated for each of its ready tasks."""
+        return np.repeat(values, self.counts) if self.inverse is None else values[self.inverse]
+
+
 class StreamContext:
     """Per-stream constants the features read, computed once at reset (the DAGs embedded once per arrival)."""
 
@@ -105,9 +122,13 @@ class StreamContext:
         links = cp.bandwidth[np.isfinite(cp.bandwidth)]
         link = float(np.median(links)) if links.size else 1.25e9
         data_in = np.bincount(np.repeat(np.arange(cp.n_tasks), np.diff(cp.pred_ptr)), cp.pred_data, cp.n_tasks)
-        # what does not change while the task waits, one row per task
+        self.class_rank = np.clip((cp.priority // 10) / 2.0, 0.0, 1.0)
+        # columns 4-11 of a task's row, what does not change while it waits (5, its workflow's width, is written
+        # over)
         self.static = np.column_stack(
             [
+                self.class_rank,
+                np.zeros(cp.n_tasks),
                 np.log1p(self.tail_s / 600.0),
                 np.log1p(fastest / 600.0),
                 np.log1p(data_in / link),
@@ -116,10 +137,10 @@ class StreamContext:
                 self.speedup,
             ]
         )
-        self.class_rank = np.clip((cp.priority // 10) / 2.0, 0.0, 1.0)
         path = np.zeros(cp.n_workflows)
         np.maximum.at(path, cp.task_wf, self.tail_s)
         self.deadline_s = np.where(np.isnan(cp.wf_deadline_s), 2.0 * path, cp.wf_deadline_s)
+        self.span_s = np.maximum(self.deadline_s, 1.0)
         capacity = (cp.cap * cp.speed[:, None]).sum(axis=0)
         wf_work = np.zeros((cp.n_workflows, 3))
         np.add.at(wf_work, cp.task_wf, cp.req * cp.runtime_s[:, None])
@@ -127,50 +148,77 @@ class StreamContext:
         self.by_submit = np.argsort(cp.wf_submit_s, kind="stable")
         self.submit_sorted = cp.wf_submit_s[self.by_submit]
         self.cum_share = np.vstack([np.zeros(3), np.cumsum(share[self.by_submit], axis=0)])
+        self.submit_list: list[float] = self.submit_sorted.tolist()
+        self._load_key: tuple[int, int, float] | None = None
+        self._load = 0.0
         self.speed_max = float(cp.speed.max())
-        self._by_up: dict[bytes, tuple[FloatArray, int, float]] = {}
+        self._by_up: dict[bytes, tuple[FloatArray, int, float, npt.NDArray[np.bool_], FloatArray]] = {}
 
     def measured_load(self, now: float) -> float:
         """Offered load of what was submitted in the last RATE_WINDOW_S, binding resource (past arrivals only)."""
-        hi = int(np.searchsorted(self.submit_sorted, now, side="right"))
-        lo = int(np.searchsorted(self.submit_sorted, now - RATE_WINDOW_S, side="right"))
+        hi = bisect_right(self.submit_list, now)
+        lo = bisect_right(self.submit_list, now - RATE_WINDOW_S)
         span = max(min(now, RATE_WINDOW_S), 600.0)
-        return float(((self.cum_share[hi] - self.cum_share[lo]) / span).max())
+        key = (hi, lo, span)  # the same until a submission enters or leaves the window (span: after two hours)
+        if key != self._load_key:
+            self._load_key, self._load = key, float(((self.cum_share[hi] - self.cum_share[lo]) / span).max())
+        return self._load
 
-    def features(self, dp: DecisionPoint, ready: npt.NDArray[np.int64], left: FloatArray) -> FloatArray:
-        """(r, N_FEATURES) for the ready tasks at `dp`, given each workflow's work left (`dp.work_left`)."""
+    def groups(self, ready: npt.NDArray[np.int64], ascending: bool = False) -> ReadyGroups:
+        """The ready tasks by workflow. A workflow's tasks are consecutive in the task index, so in `ascending`
+        index order (as `DecisionPoint.ready_tasks` gives them) each workflow is one run of `ready`: O(r);
+        otherwise a sort, O(r log r)."""
+        wf = self.cp.task_wf[ready]
+        if ascending:
+            edges = np.flatnonzero(np.concatenate(([True], wf[1:] != wf[:-1], [True])))
+            first = edges[:-1]
+            return ReadyGroups(wf, wf[first], first, np.diff(edges))
+        wfs, first, inverse, counts = np.unique(wf, return_index=True, return_inverse=True, return_counts=True)
+        return ReadyGroups(wf, wfs, first, counts, inverse)
+
+    def features(
+        self, dp: DecisionPoint, ready: npt.NDArray[np.int64], left: FloatArray, groups: ReadyGroups | None = None
+    ) -> FloatArray:
+        """(r, N_FEATURES) for the ready tasks at `dp` (ascending), given each workflow's work left (`dp.work_left`)
+        and, if the caller has them, their `groups`."""
         cp, now = self.cp, dp.now
-        wf = cp.task_wf[ready]
-        path = np.zeros(cp.n_workflows)
-        np.maximum.at(path, wf, self.tail_s[ready])
-        width = np.bincount(wf, minlength=cp.n_workflows)
+        g = self.groups(ready) if groups is None else groups
+        wf = g.wf
+        tail = self.tail_s[ready]
+        longest = np.maximum.reduceat(tail, g.first) if g.inverse is None else _longest(tail, g)
+        path = g.per_task(longest)  # the longest tail among its workflow's ready tasks
         x = np.empty((len(ready), N_FEATURES))
         x[:, 0] = np.log1p(left[wf] / 3600.0)
-        x[:, 1] = np.log1p(path[wf] / 600.0)
+        x[:, 1] = np.log1p(path / 600.0)
         submit = cp.wf_submit_s[wf]
         x[:, 2] = np.log1p(np.maximum(now - submit, 0.0) / 600.0)
-        span = np.maximum(self.deadline_s[wf], 1.0)
-        x[:, 3] = np.clip((submit + span - now - path[wf]) / span, -2.0, 2.0)
-        x[:, 4] = self.class_rank[ready]
-        x[:, 5] = np.log1p(width[wf])
-        x[:, 6:12] = self.static[ready]
+        span = self.span_s[wf]
+        x[:, 3] = np.clip((submit + span - now - path) / span, -2.0, 2.0)
+        x[:, 4:12] = self.static[ready]
+        x[:, 5] = np.log1p(g.per_task(g.counts))
         up = dp.node_up
-        cap, n_nodes, spread = self._up_nodes(up, dp.cap)
-        with np.errstate(invalid="ignore", divide="ignore"):  # a resource the nodes lack, or have without bound
-            util = 1.0 - dp.free[up].sum(axis=0) / cap
-        x[:, 12:15] = np.where(np.isfinite(util) & (cap > 0), util, 0.0)
-        x[:, 15] = np.log1p(len(ready) / n_nodes)
-        x[:, 16] = self.measured_load(now)
-        x[:, 17] = spread
-        x[:, 18] = np.log1p(int((width > 0).sum()) / n_nodes)
+        cap, n_nodes, spread, has, cap_or_1 = self._up_nodes(up, dp.cap)
+        cluster = np.empty(N_FEATURES - 12)  # the same for every task
+        cluster[:3] = np.where(has, 1.0 - dp.free[up].sum(axis=0) / cap_or_1, 0.0)  # a resource they lack reads 0
+        cluster[3] = np.log1p(len(ready) / n_nodes)
+        cluster[4] = self.measured_load(now)
+        cluster[5] = spread
+        cluster[6] = np.log1p(len(g.first) / n_nodes)
+        x[:, 12:] = cluster
         return x
 
-    def _up_nodes(self, up: npt.NDArray[np.bool_], node_cap: FloatArray) -> tuple[FloatArray, int, float]:
-        """Capacity, count and speed spread of the up nodes, computed once per set of up nodes (failures change it)."""
+    def _up_nodes(
+        self, up: npt.NDArray[np.bool_], node_cap: FloatArray
+    ) -> tuple[FloatArray, int, float, npt.NDArray[np.bool_], FloatArray]:
+        """Capacity, count and speed spread of the up nodes, which resources they have (finite and positive) and
+        the capacity with 1 for those they lack, computed once per set of up nodes (failures change it)."""
         key = up.tobytes()
         if key not in self._by_up:
             speed = self.cp.speed[up] if up.any() else self.cp.speed
-            self._by_up[key] = (node_cap[up].sum(axis=0), max(int(up.sum()), 1), float(speed.std() / speed.mean()))
+            cap = node_cap[up].sum(axis=0)
+            has = np.isfinite(cap) & (cap > 0)
+            spread = float(speed.std() / speed.mean())
+            self._by_up[key] = (cap, max(int(up.sum()), 1), spread, has, np.where(has, cap, 1.0))
         return self._by_up[key]
 
     def node_features(self, t: int, nodes: list[int], free: FloatArray, util_gpu: float) -> FloatArray:
@@ -185,6 +233,14 @@ class StreamContext:
         z[:, 3] = (free[nodes, 0] - cp.req[t, 0]) / np.maximum(cp.cap[nodes, 0], 1e-9)
         z[:, 4] = np.log(cp.speed[nodes] / self.speed_max)
         return z
+
+
+def _longest(tail: FloatArray, g: ReadyGroups) -> FloatArray:
+    """Per workflow of `g` (tasks in any order), the longest of its ready tasks' tails."""
+    assert g.inverse is not None
+    out = np.zeros(len(g.wfs))
+    np.maximum.at(out, g.inverse, tail)
+    return out
 
 
 @dataclass
@@ -297,3 +353,5 @@ def lever_heads(cap_factor: float = 4.0, saturated: float = 0.85) -> dict[str, F
 
 SHIPPED = Path(__file__).resolve().parents[1] / "data" / "models" / "stream-index-v1.safetensors"
 """The weights `drl_stream` loads by default."""
+SHIPPED_LEVERS = SHIPPED.with_name(SHIPPED.stem + "-levers.safetensors")
+"""The weights with the cap and admission heads, what `drl_stream_levers` loads."""

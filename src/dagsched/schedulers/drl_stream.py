@@ -25,31 +25,31 @@ admission as in query schedulers that learn when a query starts (BQSched); the n
 evolution strategies (GATES, IJCAI 2025, trained a dynamic cloud-workflow policy with ES). Trained by
 `dagsched.rl.stream_train`: imitation of srpt_hold's order and node, then ES with common random numbers on
 streams (docs/shared-cluster.md, "The learned dispatch index", "Parallelism caps and admission").
-Complexity: O(r F H) per decision for the scores of r ready tasks (F features, H hidden units) plus
-srpt_hold's O(r p) earliest starts on p nodes, O(w F + running) for the levers of w workflows; per placed task
-O(p log p) for its candidates. Per-stream
+Complexity: O(r F H) per decision for the scores of r ready tasks (F features, H hidden units), the work left
+summed over the tasks of the workflows with a ready task only, srpt_hold's O(p) earliest starts on p nodes per
+served task where a busy node could be worth waiting for, O(w F + running) for the levers of w workflows (Python
+floats per workflow); per placed task O(p log p) for its candidates. Per-stream
 constants (tails, best-node times, data in) are computed once at reset. Ties: equal scores by task index;
 equal node scores by the earlier finish, then the lowest node index.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
 from dagsched.model.compiled import CompiledProblem
-from dagsched.policy.stream_index import SHIPPED, WORKFLOW_COLUMNS, IndexNet, StreamContext
+from dagsched.policy.stream_index import SHIPPED, WORKFLOW_COLUMNS, FloatArray, IndexNet, ReadyGroups, StreamContext
 from dagsched.schedulers.base import register
 from dagsched.schedulers.fair import ALPHA
 from dagsched.schedulers.levers import (
     admission_holds,
     busy_share,
-    capped_order,
     held_by_workflow,
     one_over_cap,
-    over_cap,
     up_capacity,
     weighted_fair_caps,
 )
@@ -65,7 +65,7 @@ class DRLStream(SRPTHold):
     name = "drl_stream"
     best_for = (
         "shared clusters under load with nodes of several speeds: the shortest mean completion, by a small margin; on "
-        "homogeneous ones fair_cap (its learned cap and admission, drl_stream@levers, are no shorter than fair_cap)"
+        "homogeneous ones fair_cap (its learned cap and admission, drl_stream_levers, are no shorter than fair_cap)"
     )
     uses_seed = False
 
@@ -89,66 +89,92 @@ class DRLStream(SRPTHold):
     def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:
         super().reset(cp, dp, seed)
         self.ctx = StreamContext(cp)
-        self.margin_of: dict[int, float] = {}
+        self.wf_of: list[int] = cp.task_wf.tolist()  # list reads of ints cost a tenth of numpy scalar ones
+        self.ready_now: list[int] = []
+        self.margins_now: list[float] = []
         self.admitted = np.zeros(cp.n_workflows, dtype=bool)
         self.held = np.zeros((cp.n_workflows, 3))
-        self.cap_share = np.full(cp.n_workflows, np.inf)
+        self.cap_share: dict[int, float] = {}
+        self.closed: set[int] = set()
+        self.totals: dict[bytes, FloatArray] = {}
 
     def decide(self, dp: DecisionPoint) -> Decision:
         self.view = dp
         self.free = dp.free.copy()  # room left as this decision places tasks (the node features read it)
         if self.cap or self.admit:
             self.held = held_by_workflow(self.cp, dp)
-            self.total = up_capacity(dp)
+            up = dp.node_up.tobytes()
+            if up not in self.totals:  # what the up nodes hold changes only when a node fails or returns
+                self.totals[up] = up_capacity(dp)
+            self.total = self.totals[up]
             self.busy = busy_share(dp, self.total)
         return super().decide(dp)
 
-    def order(self, ready: list[int]) -> Iterator[int]:
-        tasks = np.asarray(ready, dtype=np.int64)
-        x = self.ctx.features(self.view, tasks, self.left)
-        self.util_gpu = float(x[0, 14])
-        if self.margin is not None:
-            self.margin_of = dict(zip(ready, self.net.margins(x).tolist(), strict=True))
-        ranked = tasks[np.lexsort((tasks, -self.net.scores(x)))]
-        if not (self.cap or self.admit):
-            yield from ranked.tolist()
-            return
-        wf_of = self.cp.task_wf
-        wfs, first = np.unique(wf_of[tasks], return_index=True)
-        u = x[first][:, WORKFLOW_COLUMNS]
-        left = self.left[wfs]
-        shut = np.zeros(self.cp.n_workflows, dtype=bool)  # workflows that start nothing at this decision
-        if self.admit and self.view.running:
-            saturated, ratio = self.net.admission(u)
-            shut[wfs] = admission_holds(left, self.admitted[wfs], self.busy, saturated, ratio)
-        if self.cap:
-            self.cap_share = np.full(self.cp.n_workflows, np.inf)
-            self.cap_share[wfs] = weighted_fair_caps(left, self.net.cap_factors(u), ALPHA)
-            shut |= over_cap(self.held, self.total, self.cap_share)  # stays so while what it holds only grows
-        yield from capped_order((t for t in ranked.tolist() if not shut[wf_of[t]]), self.at_cap, strict=True)
+    def work_left(self, dp: DecisionPoint) -> FloatArray:
+        """The work left of the workflows with a ready task, all the order and the levers read (the others' rows are
+        0): O(their tasks), not O(n). Groups the ready tasks by workflow for `order`."""
+        self.tasks = np.asarray(dp.ready_tasks(), dtype=np.int64)
+        self.groups = self.ctx.groups(self.tasks, ascending=True)  # the ready tasks are ascending
+        left = np.zeros(self.cp.n_workflows)
+        left[self.groups.wfs] = dp.work_left_of(self.work, self.groups.wfs)
+        return left
 
-    def at_cap(self, t: int) -> bool:
-        w = int(self.cp.task_wf[t])
-        return self.cap and one_over_cap(self.held[w], self.total, self.cap_share[w])
+    def order(self, ready: list[int]) -> Iterator[int]:
+        tasks, groups = self.tasks, self.groups  # of `ready` (`work_left`)
+        x = self.ctx.features(self.view, tasks, self.left, groups)
+        self.util_gpu = float(x[0, 14])
+        if self.margin is not None:  # each task's margin, looked up by its place in `ready` when it is placed
+            self.ready_now, self.margins_now = ready, self.net.margins(x).tolist()
+        ranked = tasks[np.lexsort((tasks, -self.net.scores(x)))].tolist()
+        if not (self.cap or self.admit):
+            yield from ranked
+            return
+        self.closed = self.shut(x, groups)
+        wf_of, closed = self.wf_of, self.closed  # `assigned` adds a workflow that reaches its cap
+        for t in ranked:
+            if wf_of[t] not in closed:
+                yield t
+
+    def shut(self, x: FloatArray, groups: ReadyGroups) -> set[int]:
+        """The workflows that start nothing at this decision: held for admission, or at their cap (which they stay
+        at, as what they hold only grows). Sets each one's cap share. O(w F) for the w workflows with a ready task,
+        numpy on the heads' rows and Python floats per workflow (w is a handful: numpy's call costs more)."""
+        wfs = groups.wfs
+        u = x[groups.first[:, None], WORKFLOW_COLUMNS]
+        left = self.left[wfs]
+        ws: list[int] = wfs.tolist()
+        shut: set[int] = set()
+        admitted = self.admitted[wfs]
+        if self.admit and self.view.running and not admitted.all():  # all admitted: none waits (its rows unused)
+            saturated, ratio = self.net.admission(u)
+            holds = admission_holds(left, admitted, self.busy, saturated, ratio)
+            shut.update(w for w, h in zip(ws, holds.tolist(), strict=True) if h)
+        if self.cap:
+            shares = weighted_fair_caps(left, self.net.cap_factors(u), ALPHA).tolist()
+            self.cap_share = dict(zip(ws, shares, strict=True))
+            held, total = self.held, self.total
+            shut.update(w for w, c in zip(ws, shares, strict=True) if one_over_cap(held[w], total, c))
+        return shut
 
     def assigned(self, t: int, nd: int) -> None:
         super().assigned(t, nd)
         self.free[nd] -= self.view.request(t)
-        w = int(self.cp.task_wf[t])
+        w = self.wf_of[t]
         self.admitted[w] = True
         self.held[w] += self.view.request(t)
+        if self.cap and one_over_cap(self.held[w], self.total, self.cap_share[w]):
+            self.closed.add(w)  # at its cap: the rest of its tasks wait for a later decision (a hard limit)
 
     def choose_node(self, t: int, startable: list[int]) -> int | None:
         """None when t waits for a clearly faster busy node (srpt_hold's rule at t's learned margin), else the
         best-scored of the `candidates` earliest-finish startable nodes."""
         if self.margin is not None:
-            self.margin = self.margin_of[t]
-            if super().choose_node(t, startable) is None:
+            self.margin = self.margins_now[bisect_left(self.ready_now, t)]
+            if self.holds(t, startable):
                 return None
-        exec_s = self.cp.exec_s[t, startable]
-        first = np.argsort(exec_s, kind="stable")[: self.candidates]
-        if len(first) == 1:
-            return startable[int(first[0])]
-        nodes = [startable[int(i)] for i in first]
+        exec_s = self.cp.exec_s[t].tolist()
+        nodes = sorted(startable, key=exec_s.__getitem__)[: self.candidates]  # stable: equal times by node index
+        if len(nodes) == 1:
+            return nodes[0]
         z = self.ctx.node_features(t, nodes, self.free, self.util_gpu)
         return nodes[int(np.argmax(self.net.node_scores(z)))]

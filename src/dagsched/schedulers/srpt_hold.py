@@ -17,12 +17,14 @@ baseline approaches; the hold is the earliest-finish rule over every node, busy 
 (HEFT's node choice, taken online).
 Complexity: O(r log r) per decision for the order of r ready tasks, O(n) for the work left
 (`DecisionPoint.work_left`), and O(p) per task served for its earliest starts on p nodes (only the tasks the
-decision reaches before the room runs out). Ties: equal work left by the longer tail, then the task
+decision reaches before the room runs out, and only where a node that cannot start the task now could be worth
+waiting for: `could_wait`). Ties: equal work left by the longer tail, then the task
 index; equal finish times by the lowest node index.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 import numpy as np
@@ -59,6 +61,17 @@ def node_worth_waiting_for(
     return None
 
 
+def could_wait(exec_s: list[float], startable: list[int], now: float, margin: float) -> bool:
+    """Whether `node_worth_waiting_for` could find a node, from the task's run times alone (`exec_s`, one per node):
+    a node that cannot start it now starts it at `now` at the earliest, so it finishes no sooner than `now` plus its
+    run time (rounding is monotone: the same holds of the floats), and when that is not sooner than the bound for
+    every such node, none is worth it. O(p) in Python floats, without the earliest starts."""
+    run_s = min(exec_s[n] for n in startable)
+    now_ok = set(startable)
+    other_s = min((e for n, e in enumerate(exec_s) if n not in now_ok), default=math.inf)
+    return now + other_s < now + (1.0 - margin) * run_s
+
+
 @register
 class SRPTHold(ListScheduler):
     name = "srpt_hold"
@@ -78,7 +91,7 @@ class SRPTHold(ListScheduler):
         self.left = np.zeros(cp.n_workflows)
 
     def decide(self, dp: DecisionPoint) -> Decision:
-        self.left = dp.work_left(self.work)
+        self.left = self.work_left(dp)
         if self.margin is not None:  # what the holds read, kept current as this decision places tasks
             self.dp = dp
             self.start_rows: dict[int, npt.NDArray[np.float64]] = {}
@@ -91,6 +104,10 @@ class SRPTHold(ListScheduler):
         wake = self.wake_s if decision.wake_at is None else min(decision.wake_at, self.wake_s)
         return Decision(decision.assignments, wake)
 
+    def work_left(self, dp: DecisionPoint) -> npt.NDArray[np.float64]:
+        """Each workflow's work left, what the order reads (`DecisionPoint.work_left`)."""
+        return dp.work_left(self.work)
+
     def assigned(self, t: int, nd: int) -> None:
         if self.margin is not None:
             end = self.dp.now + float(self.cp.exec_s[t, nd])
@@ -98,22 +115,31 @@ class SRPTHold(ListScheduler):
 
     def choose_node(self, t: int, startable: list[int]) -> int | None:
         """The earliest-finish startable node, or None when t waits for a node that cannot start it now
-        (`node_worth_waiting_for`); the decision then asks to be woken when that node could start it, so a hold
-        never stalls the run. A held task speaks for its node until it would end there, so the tasks behind it do
-        not all wait for the same node while the others stand idle. A node given a task in this decision is taken
-        to have room again when the first of those ends."""
-        if self.margin is None:
-            return super().choose_node(t, startable)
+        (`holds`)."""
+        if self.margin is not None and self.holds(t, startable):
+            return None
+        return super().choose_node(t, startable)
+
+    def holds(self, t: int, startable: list[int]) -> bool:
+        """Whether t waits for a node that cannot start it now (`node_worth_waiting_for`); the decision then asks to
+        be woken when that node could start it, so a hold never stalls the run. A held task speaks for its node
+        until it would end there, so the tasks behind it do not all wait for the same node while the others stand
+        idle. A node given a task in this decision is taken to have room again when the first of those ends. The
+        earliest starts are computed only when some node that cannot start t now would finish it soon enough
+        were it to start now (`could_wait`): on equal speeds, or with the fastest nodes startable, never."""
+        assert self.margin is not None
+        exec_s = self.cp.exec_s[t]
+        if not could_wait(exec_s.tolist(), startable, self.dp.now, self.margin):
+            return False
         now_ok = np.zeros(self.cp.n_nodes, dtype=bool)
         now_ok[startable] = True
         start = np.maximum(np.maximum(self.earliest_starts(t), self.first_end_s), self.reserved_s)
-        exec_s = self.cp.exec_s[t]
         nd = node_worth_waiting_for(start, exec_s, now_ok, self.dp.now, self.margin)
         if nd is None:
-            return super().choose_node(t, startable)
+            return False
         self.wake_s = min(self.wake_s, float(start[nd]))
         self.reserved_s[nd] = float(start[nd] + exec_s[nd])  # the node is spoken for: the next task sees it later
-        return None
+        return True
 
     def earliest_starts(self, t: int) -> npt.NDArray[np.float64]:
         """t's earliest start on each node as the decision point sees it (`DecisionPoint.earliest_starts`), computed

@@ -1,7 +1,8 @@
-"""The decision point's three rules, each once: legal pairs, the offered window, when room frees on a node.
+"""The decision point's rules, each once: legal pairs, the offered window, when room frees on a node, work left.
 
 Each rule is a plain numpy function (the reference) and, where numba is installed, a compiled kernel of
-the same arithmetic in the same order behind the same call (`legality`, `window`, `room_times`), so that
+the same arithmetic in the same order behind the same call (`legality`, `window`, `room_times`, `work_left_of`), so
+that
 the two give equal results to the bit (tests/sim/test_kernels.py compares them on whole runs).
 
 Why compile them: a decision point is asked for at every start and event, on arrays of tens of tasks and
@@ -271,3 +272,39 @@ def room_times(
     if compiled and AVAILABLE:
         return np.asarray(room_times_kernel(now, req, free, run_node, run_end, run_req))
     return room_times_numpy(now, req, free, run_node, run_end, run_req)
+
+
+def work_left_of_numpy(work: FloatArray, status: Any, done: int, task_wf: IntArray, workflows: IntArray) -> FloatArray:
+    """Per workflow of `workflows`, `work` summed over its tasks whose `status` is not `done`, every workflow's tasks
+    in index order from 0 (as `np.bincount` adds its weights, a done task adding 0). O(n)."""
+    left = np.bincount(task_wf, np.where(status == done, 0.0, work), minlength=int(task_wf.max(initial=-1)) + 1)
+    return np.asarray(left[workflows], dtype=np.float64)
+
+
+@njit(cache=True)
+def work_left_of_kernel(work: Any, status: Any, done: int, wf_task_ptr: Any, workflows: Any) -> Any:
+    """`work_left_of_numpy` over the named workflows' tasks only (a workflow's tasks are consecutive: `wf_task_ptr`),
+    added in the same order. O(their tasks)."""
+    out = np.empty(len(workflows))
+    for i in range(len(workflows)):
+        w = workflows[i]
+        acc = 0.0
+        for t in range(wf_task_ptr[w], wf_task_ptr[w + 1]):
+            acc += 0.0 if status[t] == done else work[t]
+        out[i] = acc
+    return out
+
+
+def work_left_of(
+    work: FloatArray,
+    status: Any,
+    done: int,
+    task_wf: IntArray,
+    wf_task_ptr: IntArray,
+    workflows: IntArray,
+    compiled: bool = AVAILABLE,
+) -> FloatArray:
+    """`work_left_of_numpy`, by the kernel where numba is installed (and `compiled`)."""
+    if compiled and AVAILABLE:
+        return np.asarray(work_left_of_kernel(work, status, done, wf_task_ptr, workflows))
+    return work_left_of_numpy(work, status, done, task_wf, workflows)
