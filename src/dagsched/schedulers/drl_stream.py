@@ -68,6 +68,8 @@ class DRLStream(SRPTHold):
         "homogeneous ones fair_cap (its learned cap and admission, drl_stream_levers, are no shorter than fair_cap)"
     )
     uses_seed = False
+    default_weights: Path = SHIPPED
+    """the weights loaded when none are given"""
 
     def __init__(
         self,
@@ -78,7 +80,7 @@ class DRLStream(SRPTHold):
         admit: bool = True,
     ) -> None:
         super().__init__(margin=HOLD_MARGIN if hold else None)
-        self.net = weights if isinstance(weights, IndexNet) else IndexNet.load(weights or SHIPPED)
+        self.net = weights if isinstance(weights, IndexNet) else IndexNet.load(weights or self.default_weights)
         """`hold=False` is the ablation that never holds (the margin head unused)"""
         if candidates < 1:
             raise ValueError(f"candidates must be at least 1, got {candidates!r}")

@@ -11,11 +11,9 @@ Source, complexity and ties: `drl_stream`'s (docs/shared-cluster.md, "Parallelis
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from dagsched.policy.stream_index import SHIPPED_LEVERS, IndexNet
+from dagsched.policy.stream_index import SHIPPED_LEVERS
 from dagsched.schedulers.base import register
-from dagsched.schedulers.drl_stream import CANDIDATES, DRLStream
+from dagsched.schedulers.drl_stream import DRLStream
 
 
 @register
@@ -25,13 +23,4 @@ class DRLStreamLevers(DRLStream):
         "heterogeneous shared clusters under load with long streams: the shortest mean completion measured on "
         "hetero-16 at 150 workflows (0.980 and 0.909 x srpt_hold, Poisson and bursty); on homogeneous ones fair_cap"
     )
-
-    def __init__(
-        self,
-        weights: str | Path | IndexNet | None = None,
-        hold: bool = True,
-        candidates: int = CANDIDATES,
-        cap: bool = True,
-        admit: bool = True,
-    ) -> None:
-        super().__init__(weights or SHIPPED_LEVERS, hold, candidates, cap, admit)
+    default_weights = SHIPPED_LEVERS
