@@ -76,7 +76,7 @@ def paired_ratio(rows: Sequence[Row], scheduler: str, other: str, key: str = "co
     return math.exp(float(np.mean(logs))) if logs else math.nan
 
 
-NOT_HEURISTICS = frozenset({"drl", "drl_stream", "mcts_uct", "tabu"})
+NOT_HEURISTICS = frozenset({"drl", "drl_stream", "drl_stream_levers", "mcts_uct", "tabu"})
 """The learned policies and the search planners: the margin lines name the best of the others, the heuristics."""
 
 
