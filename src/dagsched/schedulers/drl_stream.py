@@ -110,19 +110,19 @@ class DRLStream(SRPTHold):
                 self.totals[up] = up_capacity(dp)
             self.total = self.totals[up]
             self.busy = busy_share(dp, self.total)
+        self.tasks = np.asarray(dp.ready_tasks(), dtype=np.int64)
+        self.groups = self.ctx.groups(self.tasks, ascending=True)  # the ready tasks are ascending
         return super().decide(dp)
 
     def work_left(self, dp: DecisionPoint) -> FloatArray:
         """The work left of the workflows with a ready task, all the order and the levers read (the others' rows are
-        0): O(their tasks), not O(n). Groups the ready tasks by workflow for `order`."""
-        self.tasks = np.asarray(dp.ready_tasks(), dtype=np.int64)
-        self.groups = self.ctx.groups(self.tasks, ascending=True)  # the ready tasks are ascending
+        0): O(their tasks), not O(n), from the ready tasks' groups `decide` made."""
         left = np.zeros(self.cp.n_workflows)
         left[self.groups.wfs] = dp.work_left_of(self.work, self.groups.wfs)
         return left
 
     def order(self, ready: list[int]) -> Iterator[int]:
-        tasks, groups = self.tasks, self.groups  # of `ready` (`work_left`)
+        tasks, groups = self.tasks, self.groups  # of `ready` (`decide`)
         x = self.ctx.features(self.view, tasks, self.left, groups)
         self.util_gpu = float(x[0, 14])
         if self.margin is not None:  # each task's margin, looked up by its place in `ready` when it is placed

@@ -2,8 +2,7 @@
 
 Each rule is a plain numpy function (the reference) and, where numba is installed, a compiled kernel of
 the same arithmetic in the same order behind the same call (`legality`, `window`, `room_times`, `work_left_of`), so
-that
-the two give equal results to the bit (tests/sim/test_kernels.py compares them on whole runs).
+that the two give equal results to the bit (tests/sim/test_kernels.py compares them on whole runs).
 
 Why compile them: a decision point is asked for at every start and event, on arrays of tens of tasks and
 nodes, so call overhead, not arithmetic, is the cost. No
