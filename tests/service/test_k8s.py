@@ -185,3 +185,29 @@ def test_node_quantities_that_are_negative_or_not_finite_are_errors(client: Test
     ):
         res = client.post("/v1/k8s/filter", json=args(pod(), [node("a", "4", "16Gi"), node("b", cpu, mem)])).json()
         assert res["error"].startswith(message), res["error"]
+
+
+@pytest.mark.parametrize("verb", ["filter", "prioritize"])
+def test_a_caller_that_leaves_mid_body_is_logged_without_a_traceback(
+    client: TestClient, verb: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """kube-scheduler (or the demo) stopped while sending: the extender notes it at INFO, never an ERROR traceback."""
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+        "path": f"/v1/k8s/{verb}", "raw_path": f"/v1/k8s/{verb}".encode(), "query_string": b"", "root_path": "",
+        "headers": [(b"content-type", b"application/json"), (b"content-length", b"100")],
+        "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80), "state": {},
+    }  # fmt: skip
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    with caplog.at_level("INFO", logger="dagsched.service"):
+        client.portal.call(client.app, scope, receive, send)  # type: ignore[union-attr]
+    assert sent[0]["status"] == 200
+    assert not [r for r in caplog.records if r.levelname == "ERROR" or r.exc_info]
+    assert any("disconnected before its request body arrived" in r.getMessage() for r in caplog.records)

@@ -8,6 +8,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
+from starlette.requests import ClientDisconnect
 
 from dagsched.service import k8s
 from dagsched.service.state import State
@@ -17,7 +18,11 @@ log = logging.getLogger("dagsched.service")
 
 
 async def _args(request: Request) -> Any:
-    raw = await request.body()
+    try:
+        raw = await request.body()
+    except ClientDisconnect:  # the caller left mid-body (a stopped scheduler): nothing to answer, nothing broke
+        log.info("extender %s: the caller disconnected before its request body arrived", request.url.path)
+        raise k8s.ExtenderInputError("body: the caller disconnected before it was sent") from None
     try:
         return json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
