@@ -64,8 +64,8 @@ CANDIDATES = 3
 class DRLStream(SRPTHold):
     name = "drl_stream"
     best_for = (
-        "shared clusters under load with nodes of several speeds: the shortest mean completion, by a small margin; on "
-        "homogeneous ones fair_cap (its learned cap and admission, drl_stream_levers, are no shorter than fair_cap)"
+        "streams of wide-stage analytics jobs, and a little shorter than srpt_hold on any shared cluster; with long "
+        "streams on nodes of several speeds drl_stream_levers, on homogeneous clusters fair_cap"
     )
     uses_seed = False
     default_weights: Path = SHIPPED
