@@ -33,7 +33,10 @@ judged load, not tuned)."""
 @register
 class SRPTAdmit(SRPTHold):
     name = "srpt_admit"
-    best_for = "nowhere yet: within 1.3 % of srpt_hold on every measured group; the admission lever, kept to be learned"
+    best_for = (
+        "the best hand rule on heterogeneous clusters with long streams: 0.980 and 0.942 x srpt_hold's mean "
+        "completion on hetero-16 streams of 150 workflows (Poisson, bursty); within 1.3 % of it on 30-workflow ones"
+    )
 
     def __init__(self, margin: float | None = HOLD_MARGIN, saturated: float = SATURATED) -> None:
         super().__init__(margin)

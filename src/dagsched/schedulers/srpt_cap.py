@@ -37,7 +37,8 @@ and its barriers limit it). Set, not tuned: the middle of heSRPT's range."""
 class SRPTCap(SRPTHold):
     name = "srpt_cap"
     best_for = (
-        "nowhere yet: within 1 % of srpt_hold on every measured group; the parallelism-cap lever, kept to be learned"
+        "nowhere yet: 0.98-1.04 x srpt_hold's mean completion on the measured groups; the parallelism cap as a "
+        "priority, beside fair_cap's hard one"
     )
 
     def __init__(self, margin: float | None = HOLD_MARGIN, p: float = SPEEDUP_P, hard: bool = False) -> None:
