@@ -48,19 +48,9 @@ from kit import (
 def _large_nodes() -> list[dict[str, Any]]:
     """The large-100 preset as request nodes, all free."""
     from dagsched.generate import cluster_preset
+    from dagsched.io.native import node_to_request
 
-    return [
-        {
-            "id": n.id,
-            "cpu": n.cpu,
-            "mem": n.mem,
-            "gpu": n.gpu,
-            "speed": n.speed,
-            "price_per_hour": n.price_per_hour,
-            "bandwidth": n.bandwidth,
-        }
-        for n in cluster_preset("large-100").nodes
-    ]
+    return [node_to_request(n) for n in cluster_preset("large-100").nodes]
 
 
 def _load(

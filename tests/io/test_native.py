@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from dagsched.io import read_cluster, read_workflow, write_cluster, write_workflow
-from dagsched.io.native import cluster_from_native, workflow_from_native
+from dagsched.io.native import cluster_from_native, node_to_request, workflow_from_native
 from dagsched.model import Cluster, Edge, InputError, Link, Node, Task, Workflow
 
 EXAMPLE = """\
@@ -289,3 +289,14 @@ def test_cluster_round_trip_is_exact(tmp_path: Path, suffix: str) -> None:
     path = tmp_path / f"c{suffix}"
     write_cluster(cluster, path)
     assert read_cluster(path) == cluster
+
+
+def test_a_node_as_a_request_is_what_the_service_reads_back() -> None:
+    """`node_to_request`: the service's NodeState takes it as is and keeps every field the node has but boot_delay."""
+    from dagsched.service.schemas import NodeState
+
+    node = Node(id="g1", cpu=8, mem=32, gpu=2, speed=1.5, price_per_hour=2.5, bandwidth=1e9, boot_delay=30,
+                labels={"zone": "a"})  # fmt: skip
+    state = NodeState.model_validate(node_to_request(node))
+    assert state.model_dump(exclude={"free"}) == node.model_dump(exclude={"boot_delay"})
+    assert state.free is None

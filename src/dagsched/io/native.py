@@ -270,6 +270,12 @@ def cluster_to_native(cluster: Cluster) -> dict[str, Any]:
     return out
 
 
+def node_to_request(node: Node) -> dict[str, Any]:
+    """`node` as the service's requests give one (`nodes` of POST /v1/schedule): every field but `boot_delay`, which a
+    node the caller reports has passed."""
+    return node.model_dump(exclude={"boot_delay"})
+
+
 def write_workflow(wf: Workflow, path: PathLike) -> None:
     """Write `wf` in the native shape: YAML for .yaml/.yml, JSON for .json (optionally .gz)."""
     write_document(workflow_to_native(wf), path)

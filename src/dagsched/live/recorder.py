@@ -23,7 +23,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from dagsched.io.native import workflow_to_native
+from dagsched.io.native import node_to_request, workflow_to_native
 from dagsched.model.compiled import CompiledProblem
 from dagsched.model.errors import InputError
 
@@ -70,19 +70,7 @@ class ServiceRecorder:
         self._thread = threading.Thread(target=self._post_loop, name="dagsched-recorder", daemon=True)
 
     def _nodes(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "id": n.id,
-                "cpu": n.cpu,
-                "mem": n.mem,
-                "gpu": n.gpu,
-                "speed": n.speed,
-                "price_per_hour": n.price_per_hour,
-                "bandwidth": n.bandwidth,
-                "labels": dict(n.labels),
-            }
-            for n in self.cp.problem.cluster.nodes
-        ]
+        return [node_to_request(n) for n in self.cp.problem.cluster.nodes]
 
     def plan_all(self) -> None:
         """Plan every workflow (the service's record of what was intended); refused names the service."""
