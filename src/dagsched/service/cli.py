@@ -148,7 +148,7 @@ def gap(
         window_s = parse_duration(since)
         now, settings = time.time(), Calibration()
         with reading(store, "plans and events") as db:
-            log = read_runs(db, now - window_s, env, limit, settings.outlier_bound, now)
+            log = read_runs(db, now - window_s, env, limit, settings.outlier_bound)
     except InputError as err:
         raise fail(err) from None
     report = gap_report(log, log.factors(settings, now))

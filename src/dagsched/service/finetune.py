@@ -161,7 +161,7 @@ def _executed_factors(
     from dagsched.service.config import Calibration
     from dagsched.service.reality import read_runs
 
-    log = read_runs(store, cutoff, environment, 100_000, outlier_bound, now)
+    log = read_runs(store, cutoff, environment, 100_000, outlier_bound)
     counts = log.fault_counts()
     examples = [
         f"{f.kind} in plan {f.root_id[:12]}" + (f", task {f.task}" if f.task else "") + f": {f.detail}"

@@ -37,7 +37,7 @@ async def gap(
     now = time.time()
 
     def compute() -> dict[str, Any]:
-        log = read_runs(state.store, now - window_s, environment, limit, config.calibration.outlier_bound, now)
+        log = read_runs(state.store, now - window_s, environment, limit, config.calibration.outlier_bound)
         report = gap_report(log, state.planner.factors(config))
         report["window_calibration"] = log.factors(config.calibration, now).to_json()
         return report
