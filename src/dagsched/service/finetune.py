@@ -13,25 +13,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from dagsched.console import parse_duration
 from dagsched.model.errors import InputError
 from dagsched.rl.finetune import FinetuneConfig, HeldOutResult, LoggedProblem, algorithm, evaluate, verdict
-
-__all__ = [
-    "FinetuneConfig",
-    "HeldOutResult",
-    "LogRefused",
-    "LoggedProblem",
-    "Outcome",
-    "evaluate",
-    "parse_duration",
-    "read_logged_problems",
-    "run",
-    "verdict",
-]
 
 
 class LogRefused(InputError):
@@ -220,8 +207,8 @@ def save_finetuned(model: Any, stem: Path, version: str, lineage: dict[str, Any]
     return stem
 
 
-def upload(http: Any, token: str, stem: Path) -> dict[str, Any]:
-    """PUT the policy files to a running service (`http`: an httpx.Client on its base URL); its model info."""
+def upload(http: Any, token: str, stem: Path) -> str:
+    """PUT the policy files to a running service (`http`: an httpx.Client on its base URL); where they went."""
     files = {
         "weights": ("policy.safetensors", Path(str(stem) + ".safetensors").read_bytes(), "application/octet-stream"),
         "metadata": ("policy.json", Path(str(stem) + ".json").read_bytes(), "application/json"),
@@ -233,7 +220,7 @@ def upload(http: Any, token: str, stem: Path) -> dict[str, Any]:
         except ValueError:
             detail = r.text
         raise RuntimeError(f"the service refused the upload ({r.status_code}): {detail}")
-    return dict(r.json())
+    return f"the service, now serving {r.json().get('version')}"
 
 
 def run(
@@ -301,22 +288,19 @@ def run(
         "seed": cfg.seed,
     }
     saved = save_finetuned(new, out / outcome.version, outcome.version, lineage)
-    if ship is not None or http is not None:
+    if ship is None and http is not None:
+        ship = partial(upload, http, token or "")
+    if ship is None:
+        outcome.destination = str(saved)
+    else:
         import httpx
 
         try:
-            destination = (
-                ship(saved)
-                if ship is not None
-                else f"the service, now serving {upload(http, token or '', saved).get('version')}"
-            )
+            outcome.destination = ship(saved)
         except (RuntimeError, OSError, InputError, httpx.HTTPError) as err:
             outcome.upload_error = str(err)
             outcome.reason = f"the fine-tuned policy won but was not shipped: {err}; its files are at {saved}"
             return outcome
-        outcome.destination = destination
-    else:
-        outcome.destination = str(saved)
     outcome.shipped = True
     outcome.reason = (
         f"shipped {outcome.version}: mean new/old makespan {outcome.mean_ratio:.4f} < {1.0 - cfg.margin:.4f}"
