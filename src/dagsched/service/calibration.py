@@ -256,7 +256,6 @@ def calibrate(workflow: Any, nodes: Sequence[Any], factors: Factors) -> tuple[An
     applied.node_factor = node_f
     new_nodes = [n if node_f[n.id] == 1.0 else n.model_copy(update={"speed": n.speed / node_f[n.id]}) for n in nodes]
     tasks = []
-    changed = False
     for t in workflow.tasks:
         name = task_name(t)
         per_class = {c: factors.task_factor(name, c) for c in set(classes.values())}
@@ -269,10 +268,9 @@ def calibrate(workflow: Any, nodes: Sequence[Any], factors: Factors) -> tuple[An
         elif t.costs or len(values) > 1:
             costs = {n.id: applied.declared_s[(t.id, n.id)] * per_class[classes[n.id]] * node_f[n.id] for n in nodes}
             tasks.append(t.model_copy(update={"costs": costs}))
-            changed = True
         else:
             tasks.append(t.model_copy(update={"runtime": t.runtime * values.pop()}))
-            changed = True
+    changed = any(new is not old for new, old in zip(tasks, workflow.tasks, strict=True))
     wf = workflow.model_copy(update={"tasks": tasks}) if changed else workflow
     return wf, new_nodes, applied
 
