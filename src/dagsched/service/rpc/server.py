@@ -10,6 +10,7 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent import futures
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -63,13 +64,12 @@ def _handler(method: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+@dataclass(frozen=True)
 class Undecodable:
     """A request whose bytes do not decode: INVALID_ARGUMENT saying so, where grpc would answer UNKNOWN."""
 
-    __slots__ = ("error", "message")
-
-    def __init__(self, message: str, error: Exception) -> None:
-        self.message, self.error = message, f"{type(error).__name__}: {error}"
+    message: str
+    error: str
 
 
 class _DecodeRequests(grpc.aio.ServerInterceptor):
@@ -100,7 +100,7 @@ def _tolerant(decode: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
         try:
             return decode(raw)
         except Exception as err:  # noqa: BLE001  (protobuf's DecodeError, or any parser fault: the client's bytes)
-            return Undecodable(name, err)
+            return Undecodable(name, f"{type(err).__name__}: {err}")
 
     return decode_or_say
 
