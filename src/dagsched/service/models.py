@@ -134,9 +134,8 @@ class ModelManager:
             policy = load_priority_policy(stem)
         except PolicyFileError as err:
             raise InputError("weights", str(err)) from None
-        meta = json.loads(Path(str(stem) + ".json").read_text())
         smoke_test(policy)  # compiles (or loads) the decoder now, not in the first request
-        return self._serve(policy, meta, source)
+        return self._serve(policy, policy.meta, source)
 
     def load_kept(self, stem: Path, weights: bytes, meta: dict[str, Any], source: str) -> LoadedModel:
         """Write a policy kept in the store as `<stem>.safetensors` + `<stem>.json`, then serve it (`load_path`)."""
