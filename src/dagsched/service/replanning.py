@@ -152,10 +152,9 @@ class Replanning:
             applied=applied,
             arm=arm,
         )
-        if stand_ins:  # the stand-ins are not part of the plan
+        if stand_ins:  # the stand-ins are not part of the plan (the plan's row holds this same response)
             response = result.response
             response["assignments"] = [a for a in response["assignments"] if a["task"] not in stand_ins]
-            result.plan_row["response"] = response
             result.decision_rows[:] = [r for r in result.decision_rows if r["task"] not in stand_ins]
         result.plan_row["request"] = {**root["request"], "replan_of": latest_id, "event": body.model_dump()}
         self.plans.save(result.plan_row, result.decision_rows)
