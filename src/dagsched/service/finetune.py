@@ -5,7 +5,6 @@ shipped only when it wins on logged requests it never saw (docs/service.md, "Fin
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
 import time
@@ -199,11 +198,7 @@ def save_finetuned(model: Any, stem: Path, version: str, lineage: dict[str, Any]
     """`<stem>.safetensors` + `<stem>.json`, the metadata carrying the version and where it came from."""
     from dagsched.policy.priority_net import save_priority_policy
 
-    meta_path = save_priority_policy(model, stem)[1]
-    meta = json.loads(meta_path.read_text())
-    meta["version"] = version
-    meta["finetune"] = lineage
-    meta_path.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    save_priority_policy(model, stem, {"version": version, "finetune": lineage})
     return stem
 
 
@@ -262,7 +257,7 @@ def run(
             old = load_priority_policy(stem)
         except PolicyFileError as err:
             raise InputError("--model", str(err)) from None
-        parent = version_of(json.loads(Path(str(stem) + ".json").read_text()))
+        parent = version_of(old.meta)  # the metadata the loader read
 
     new, outcome.train_stats = finetune(old, [p.cp for p in train], cfg.rounds * cfg.epochs, cfg.lr, cfg.seed)
     outcome.results = judge(old, new, held)
