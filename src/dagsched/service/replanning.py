@@ -81,7 +81,7 @@ class Replanning:
             changed = _changed(planned, result["assignments"])
             if body.kind == "node_down":
                 reason = _node_down_reason(body, planned, before, changed)
-        if in_canary and body.kind == "task_finished" and after.done >= all_tasks:
+        if in_canary and body.kind == "task_finished" and after.finished.keys() >= all_tasks:
             self.on_canary_workflow_done()  # a workflow of the canary finished: it judges its stage
         return {
             "plan_id": new_id,
