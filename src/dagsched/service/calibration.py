@@ -51,10 +51,6 @@ class Observation:
     actual_s: float
     finished_at: float
 
-    @property
-    def log_ratio(self) -> float:
-        return math.log(self.actual_s / self.predicted_s)
-
 
 @dataclass(frozen=True)
 class Factor:
@@ -132,7 +128,7 @@ def estimate(observations: Sequence[Observation], runs: int, settings: Any, now:
     out.active = out.enabled and runs >= settings.min_runs and len(observations) > 0
     if not observations:
         return out
-    y = np.array([o.log_ratio for o in observations])
+    y = np.array([math.log(o.actual_s / o.predicted_s) for o in observations])
     age = np.maximum(0.0, now - np.array([o.finished_at for o in observations]))
     w = np.power(0.5, age / settings.half_life_s)
     names = [o.name for o in observations]
