@@ -194,14 +194,6 @@ def split(problems: list[LoggedProblem], fraction: float) -> tuple[list[LoggedPr
     return [p for p in problems if not is_held_out(p.plan_id, fraction)], held
 
 
-def save_finetuned(model: Any, stem: Path, version: str, lineage: dict[str, Any]) -> Path:
-    """`<stem>.safetensors` + `<stem>.json`, the metadata carrying the version and where it came from."""
-    from dagsched.policy.priority_net import save_priority_policy
-
-    save_priority_policy(model, stem, {"version": version, "finetune": lineage})
-    return stem
-
-
 def upload(http: Any, token: str, stem: Path) -> str:
     """PUT the policy files to a running service (`http`: an httpx.Client on its base URL); where they went."""
     files = {
@@ -230,7 +222,7 @@ def run(
 ) -> Outcome:
     """Read, split, fine-tune, judge and ship (to `ship`, else `http`, else `out`) from `current` or `cfg.model`."""
     from dagsched.policy.files import PolicyFileError
-    from dagsched.policy.priority_net import load_priority_policy
+    from dagsched.policy.priority_net import load_priority_policy, save_priority_policy
     from dagsched.rl.priority_train import finetune
     from dagsched.service.models import version_of
     from dagsched.service.settings import DEFAULT_MODEL
@@ -282,7 +274,8 @@ def run(
         "algorithm": algorithm(cfg),
         "seed": cfg.seed,
     }
-    saved = save_finetuned(new, out / outcome.version, outcome.version, lineage)
+    saved = out / outcome.version  # <saved>.safetensors + <saved>.json, the metadata with the version and lineage
+    save_priority_policy(new, saved, {"version": outcome.version, "finetune": lineage})
     if ship is None and http is not None:
         ship = partial(upload, http, token or "")
     if ship is None:
