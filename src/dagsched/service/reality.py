@@ -50,7 +50,6 @@ class Run:
     scheduler: str
     created_at: float
     planned_makespan: float
-    n_tasks: int
     response: dict[str, Any]
     tasks: list[TaskRun] = field(default_factory=list)
     transfers: list[tuple[float, float]] = field(default_factory=list)
@@ -143,7 +142,6 @@ def rebuild(row: dict[str, Any], events: list[dict[str, Any]], outlier_bound: fl
         scheduler=row["scheduler"],
         created_at=float(row["created_at"]),
         planned_makespan=float(row["makespan"]),
-        n_tasks=len(assignments),
         response=response,
     )
     try:
