@@ -257,9 +257,8 @@ class Planner:
         if offset_s:
             for e in ev.values():
                 for alt in e["alternatives"]:
-                    alt["start"] += offset_s
-                    alt["finish"] += offset_s
-                    alt["score"] += offset_s
+                    for key in ("start", "finish", "score"):  # a score here is a finish time
+                        alt[key] += offset_s
         assignments = []
         for a in sorted((a for a in result.trace.attempts if a.outcome == "done"), key=lambda a: (a.start, a.task)):
             task, node = cp.task_ids[a.task], cp.node_ids[a.node]
