@@ -110,7 +110,7 @@ class Replanning:
             raise InputError("node", "every node of the plan is down: nothing can be re-planned")
         keep = [t for t in wf.tasks if t.id not in ran.finished]
         if not keep:
-            return {"assignments": [], "plan_id": latest_id, "stored": False}
+            return {"assignments": [], "plan_id": latest_id}
         kept = {t.id for t in keep}
         tasks: list[Task] = []
         pins: dict[str, str] = {}
@@ -158,7 +158,7 @@ class Replanning:
             result.decision_rows[:] = [r for r in result.decision_rows if r["task"] not in stand_ins]
         result.plan_row["request"] = {**root["request"], "replan_of": latest_id, "event": body.model_dump()}
         self.plans.save(result.plan_row, result.decision_rows)
-        return {**result.response, "stored": True}
+        return result.response
 
 
 def _check_fields(body: EventRequest, tasks: set[str], node_ids: set[str]) -> None:
