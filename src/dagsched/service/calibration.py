@@ -78,9 +78,7 @@ class Factors:
     computed_at: float = 0.0
 
     def task_factor(self, name: str, cls: str) -> float:
-        if not self.active:
-            return 1.0
-        f = self.task.get((name, cls)) or self.name.get(name)
+        f = (self.task.get((name, cls)) or self.name.get(name)) if self.active else None
         return f.value if f is not None else 1.0
 
     def node_factor(self, node: str) -> float:
