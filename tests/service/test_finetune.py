@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from dagsched.cli import app as cli_app
+from dagsched.console import parse_duration
 from dagsched.model.errors import InputError
 from dagsched.service import finetune as ft
 from dagsched.service.app import create_app
@@ -93,10 +94,10 @@ def fixed_judge(ratio: float, seen: list[Any]) -> Callable[..., list[ft.HeldOutR
 
 def test_since_takes_durations_and_names_the_flag_otherwise() -> None:
     """30m, 24h, 7d, 90s, 1.5h in seconds; '24', 'h', '-1h', '0h', '3y' are refused naming --since."""
-    assert [ft.parse_duration(x) for x in ("30m", "24h", "7d", "90s", "1.5h")] == [1800, 86400, 604800, 90, 5400]
+    assert [parse_duration(x) for x in ("30m", "24h", "7d", "90s", "1.5h")] == [1800, 86400, 604800, 90, 5400]
     for bad in ("24", "h", "-1h", "0h", "3y", ""):
         with pytest.raises(InputError) as err:
-            ft.parse_duration(bad)
+            parse_duration(bad)
         assert err.value.field == "--since"
 
 

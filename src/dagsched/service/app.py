@@ -28,16 +28,6 @@ UI_DIR = Path(__file__).resolve().parent.parent / "ui"
 """The dashboard's static files (index.html and what it loads), packaged with dagsched."""
 
 
-class _LazyMetrics:
-    """The middleware is built before the lifespan; it reads the state's metrics once they exist."""
-
-    def __init__(self, app: FastAPI) -> None:
-        self.app = app
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self.app.state.service.metrics, name)
-
-
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The service app; `settings` default to the environment (DAGSCHED_*)."""
     settings = settings or get_settings()
@@ -78,12 +68,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     errors.install(app)
-    app.add_middleware(
-        LimitsAndMetrics,
-        max_body=settings.max_body_bytes,
-        max_upload=settings.max_upload_bytes,
-        metrics=_LazyMetrics(app),
-    )
+    app.add_middleware(LimitsAndMetrics, max_body=settings.max_body_bytes, max_upload=settings.max_upload_bytes)
     # routes are matched in this order: the hot ones (extender calls, plans) first
     routers = (k8s, schedule, plans, events, model, config, shadow, reality, stats, health)
     for module in routers:

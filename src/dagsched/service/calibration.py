@@ -51,10 +51,6 @@ class Observation:
     actual_s: float
     finished_at: float
 
-    @property
-    def log_ratio(self) -> float:
-        return math.log(self.actual_s / self.predicted_s)
-
 
 @dataclass(frozen=True)
 class Factor:
@@ -82,9 +78,7 @@ class Factors:
     computed_at: float = 0.0
 
     def task_factor(self, name: str, cls: str) -> float:
-        if not self.active:
-            return 1.0
-        f = self.task.get((name, cls)) or self.name.get(name)
+        f = (self.task.get((name, cls)) or self.name.get(name)) if self.active else None
         return f.value if f is not None else 1.0
 
     def node_factor(self, node: str) -> float:
@@ -132,7 +126,7 @@ def estimate(observations: Sequence[Observation], runs: int, settings: Any, now:
     out.active = out.enabled and runs >= settings.min_runs and len(observations) > 0
     if not observations:
         return out
-    y = np.array([o.log_ratio for o in observations])
+    y = np.array([math.log(o.actual_s / o.predicted_s) for o in observations])
     age = np.maximum(0.0, now - np.array([o.finished_at for o in observations]))
     w = np.power(0.5, age / settings.half_life_s)
     names = [o.name for o in observations]
@@ -256,7 +250,6 @@ def calibrate(workflow: Any, nodes: Sequence[Any], factors: Factors) -> tuple[An
     applied.node_factor = node_f
     new_nodes = [n if node_f[n.id] == 1.0 else n.model_copy(update={"speed": n.speed / node_f[n.id]}) for n in nodes]
     tasks = []
-    changed = False
     for t in workflow.tasks:
         name = task_name(t)
         per_class = {c: factors.task_factor(name, c) for c in set(classes.values())}
@@ -269,10 +262,9 @@ def calibrate(workflow: Any, nodes: Sequence[Any], factors: Factors) -> tuple[An
         elif t.costs or len(values) > 1:
             costs = {n.id: applied.declared_s[(t.id, n.id)] * per_class[classes[n.id]] * node_f[n.id] for n in nodes}
             tasks.append(t.model_copy(update={"costs": costs}))
-            changed = True
         else:
             tasks.append(t.model_copy(update={"runtime": t.runtime * values.pop()}))
-            changed = True
+    changed = any(new is not old for new, old in zip(tasks, workflow.tasks, strict=True))
     wf = workflow.model_copy(update={"tasks": tasks}) if changed else workflow
     return wf, new_nodes, applied
 

@@ -252,20 +252,14 @@ class CanaryController:
             new = config.model_copy(update={"canary": c.model_copy(update={"fraction": to})})
         elif kind == "complete":
             new = config.model_copy(update={"canary": None, "default_scheduler": c.scheduler or LEARNED_SCHEDULER})
-            if c.model_version is not None:
-                self._serve_candidate(c)
+            # a model-version candidate that loaded becomes the serving policy, on every replica
+            if c.model_version is not None and self.candidate_models(c).current is not None:
+                self.publisher.serve_model(self.settings.model_dir / "canary" / safe_name(c.model_version), "canary")
         else:
             new = config.model_copy(update={"canary": None})
         log.warning("canary %s: %s %g -> %g: %s", c.id, kind, c.fraction, to, reason)
         self.publisher.apply_config(new)
         return row
-
-    def _serve_candidate(self, c: Canary) -> None:
-        """A model-version candidate that completed its release becomes the serving policy on every replica."""
-        models = self.candidate_models(c)
-        if models.current is None:
-            return
-        self.publisher.serve_model(self.settings.model_dir / "canary" / safe_name(str(c.model_version)), "canary")
 
     def _take(
         self, c: Canary, seq: int, action: str, frm: float, to: float, reason: str, figures: dict[str, Any]

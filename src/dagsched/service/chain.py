@@ -34,10 +34,6 @@ class WhatRan:
     unstarted_finishes: list[tuple[str, float]] = field(default_factory=list)
     """(task, at) of each `task_finished` with no start before it (a fault of the log)"""
 
-    @property
-    def done(self) -> set[str]:
-        return set(self.finished)
-
 
 def fold(events: Iterable[Mapping[str, Any]], planned: Mapping[str, Mapping[str, Any]]) -> WhatRan:
     """Fold a chain's `events` in time order; an event naming no node happened where the task was planned or ran."""

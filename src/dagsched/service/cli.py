@@ -64,7 +64,7 @@ def serve(
             read_config(config)  # refuse a bad config before binding the port, naming the field
         except InputError as err:
             raise fail(err) from None
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=log_level.upper(), format=_LOG_FORMAT)
     if settings.api_token is None:
         logging.getLogger("dagsched.service").warning("DAGSCHED_API_TOKEN is not set: mutating routes are disabled")
     if workers == 1:
@@ -88,13 +88,12 @@ def serve(
 
 
 _LOG_LEVEL_ENV = "DAGSCHED_SERVE_LOG_LEVEL"
+_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def worker_app() -> Any:
     """The app of one `serve --workers N` process (settings from the environment the parent set)."""
-    logging.basicConfig(
-        level=os.environ.get(_LOG_LEVEL_ENV, "info").upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logging.basicConfig(level=os.environ.get(_LOG_LEVEL_ENV, "info").upper(), format=_LOG_FORMAT)
     _one_torch_thread()
     from dagsched.service.app import create_app
 
@@ -148,7 +147,7 @@ def gap(
         window_s = parse_duration(since)
         now, settings = time.time(), Calibration()
         with reading(store, "plans and events") as db:
-            log = read_runs(db, now - window_s, env, limit, settings.outlier_bound, now)
+            log = read_runs(db, now - window_s, env, limit, settings.outlier_bound)
     except InputError as err:
         raise fail(err) from None
     report = gap_report(log, log.factors(settings, now))

@@ -5,7 +5,6 @@ shipped only when it wins on logged requests it never saw (docs/service.md, "Fin
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
 import time
@@ -13,25 +12,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from dagsched.console import parse_duration
 from dagsched.model.errors import InputError
 from dagsched.rl.finetune import FinetuneConfig, HeldOutResult, LoggedProblem, algorithm, evaluate, verdict
-
-__all__ = [
-    "FinetuneConfig",
-    "HeldOutResult",
-    "LogRefused",
-    "LoggedProblem",
-    "Outcome",
-    "evaluate",
-    "parse_duration",
-    "read_logged_problems",
-    "run",
-    "verdict",
-]
 
 
 class LogRefused(InputError):
@@ -161,7 +147,7 @@ def _executed_factors(
     from dagsched.service.config import Calibration
     from dagsched.service.reality import read_runs
 
-    log = read_runs(store, cutoff, environment, 100_000, outlier_bound, now)
+    log = read_runs(store, cutoff, environment, 100_000, outlier_bound)
     counts = log.fault_counts()
     examples = [
         f"{f.kind} in plan {f.root_id[:12]}" + (f", task {f.task}" if f.task else "") + f": {f.detail}"
@@ -208,20 +194,8 @@ def split(problems: list[LoggedProblem], fraction: float) -> tuple[list[LoggedPr
     return [p for p in problems if not is_held_out(p.plan_id, fraction)], held
 
 
-def save_finetuned(model: Any, stem: Path, version: str, lineage: dict[str, Any]) -> Path:
-    """`<stem>.safetensors` + `<stem>.json`, the metadata carrying the version and where it came from."""
-    from dagsched.policy.priority_net import save_priority_policy
-
-    meta_path = save_priority_policy(model, stem)[1]
-    meta = json.loads(meta_path.read_text())
-    meta["version"] = version
-    meta["finetune"] = lineage
-    meta_path.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    return stem
-
-
-def upload(http: Any, token: str, stem: Path) -> dict[str, Any]:
-    """PUT the policy files to a running service (`http`: an httpx.Client on its base URL); its model info."""
+def upload(http: Any, token: str, stem: Path) -> str:
+    """PUT the policy files to a running service (`http`: an httpx.Client on its base URL); where they went."""
     files = {
         "weights": ("policy.safetensors", Path(str(stem) + ".safetensors").read_bytes(), "application/octet-stream"),
         "metadata": ("policy.json", Path(str(stem) + ".json").read_bytes(), "application/json"),
@@ -233,7 +207,7 @@ def upload(http: Any, token: str, stem: Path) -> dict[str, Any]:
         except ValueError:
             detail = r.text
         raise RuntimeError(f"the service refused the upload ({r.status_code}): {detail}")
-    return dict(r.json())
+    return f"the service, now serving {r.json().get('version')}"
 
 
 def run(
@@ -248,7 +222,7 @@ def run(
 ) -> Outcome:
     """Read, split, fine-tune, judge and ship (to `ship`, else `http`, else `out`) from `current` or `cfg.model`."""
     from dagsched.policy.files import PolicyFileError
-    from dagsched.policy.priority_net import load_priority_policy
+    from dagsched.policy.priority_net import load_priority_policy, save_priority_policy
     from dagsched.rl.priority_train import finetune
     from dagsched.service.models import version_of
     from dagsched.service.settings import DEFAULT_MODEL
@@ -275,7 +249,7 @@ def run(
             old = load_priority_policy(stem)
         except PolicyFileError as err:
             raise InputError("--model", str(err)) from None
-        parent = version_of(json.loads(Path(str(stem) + ".json").read_text()))
+        parent = version_of(old.meta)  # the metadata the loader read
 
     new, outcome.train_stats = finetune(old, [p.cp for p in train], cfg.rounds * cfg.epochs, cfg.lr, cfg.seed)
     outcome.results = judge(old, new, held)
@@ -300,23 +274,21 @@ def run(
         "algorithm": algorithm(cfg),
         "seed": cfg.seed,
     }
-    saved = save_finetuned(new, out / outcome.version, outcome.version, lineage)
-    if ship is not None or http is not None:
+    saved = out / outcome.version  # <saved>.safetensors + <saved>.json, the metadata with the version and lineage
+    save_priority_policy(new, saved, {"version": outcome.version, "finetune": lineage})
+    if ship is None and http is not None:
+        ship = partial(upload, http, token or "")
+    if ship is None:
+        outcome.destination = str(saved)
+    else:
         import httpx
 
         try:
-            destination = (
-                ship(saved)
-                if ship is not None
-                else f"the service, now serving {upload(http, token or '', saved).get('version')}"
-            )
+            outcome.destination = ship(saved)
         except (RuntimeError, OSError, InputError, httpx.HTTPError) as err:
             outcome.upload_error = str(err)
             outcome.reason = f"the fine-tuned policy won but was not shipped: {err}; its files are at {saved}"
             return outcome
-        outcome.destination = destination
-    else:
-        outcome.destination = str(saved)
     outcome.shipped = True
     outcome.reason = (
         f"shipped {outcome.version}: mean new/old makespan {outcome.mean_ratio:.4f} < {1.0 - cfg.margin:.4f}"

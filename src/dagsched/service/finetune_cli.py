@@ -64,13 +64,11 @@ def report(outcome: Outcome, cfg: FinetuneConfig) -> None:
 
 def print_refusal(err: LogRefused) -> None:
     """The audit's report: faults by kind, then examples."""
-    from rich.table import Table
+    from rich.table import Column, Table
 
     from dagsched.console import err_console
 
-    table = Table(title="event log audit: refused")
-    table.add_column("fault")
-    table.add_column("count", justify="right")
+    table = Table("fault", Column("count", justify="right"), title="event log audit: refused")
     for kind, n in err.faults.items():
         table.add_row(kind.replace("_", " "), str(n))
     err_console.print(table)

@@ -17,6 +17,14 @@ POINTS = 500  # Newest runs drawn in the plan-vs-achieved scatter.
 
 SUMMARY = ("median", "p10", "p90", "p25", "p75", "min", "max")
 
+GROUPS: dict[str, tuple[str, Callable[[TaskRun], str]]] = {
+    "by_task": ("per task name", lambda t: t.name),
+    "by_workflow": ("per workflow", lambda t: t.workflow),
+    "by_node": ("per node", lambda t: t.node),
+    "by_node_class": ("per node class", lambda t: t.node_class),
+}
+"""The report's groups of task runs: their key in the report, their title in its tables, and what they group by."""
+
 
 def summarise(values: Iterable[float]) -> dict[str, Any]:
     """count, median, p10, p90 (and p25, p75, min, max for the dashboard's box plots) of ratios."""
@@ -31,17 +39,14 @@ def _group(tasks: Iterable[TaskRun], key: Callable[[TaskRun], str]) -> list[dict
     groups: dict[str, list[TaskRun]] = {}
     for t in tasks:
         groups.setdefault(key(t), []).append(t)
-    rows = []
-    for k, ts in sorted(groups.items()):
-        planned = [t.actual_s / t.planned_s for t in ts if t.planned_s]
-        rows.append(
-            {
-                "key": k,
-                **summarise(t.actual_s / t.predicted_s for t in ts),
-                "planned_median": summarise(planned)["median"],
-            }
-        )
-    return rows
+    return [
+        {
+            "key": k,
+            **summarise(t.actual_s / t.predicted_s for t in ts),
+            "planned_median": summarise(t.actual_s / t.planned_s for t in ts if t.planned_s)["median"],
+        }
+        for k, ts in sorted(groups.items())
+    ]
 
 
 def gap_report(log: RunLog, factors: Factors | None = None, points: int = POINTS) -> dict[str, Any]:
@@ -60,12 +65,9 @@ def gap_report(log: RunLog, factors: Factors | None = None, points: int = POINTS
         "other_environments": log.other_environments,
         "runs": {"read": len(log.runs), "clean": len(clean), "complete": len(complete)},
         "observations": len(tasks),
-        "ratio": {**summarise(t.actual_s / t.predicted_s for t in tasks)},
+        "ratio": summarise(t.actual_s / t.predicted_s for t in tasks),
         "planned_ratio": summarise(t.actual_s / t.planned_s for t in tasks if t.planned_s),
-        "by_task": _group(tasks, lambda t: t.name),
-        "by_workflow": _group(tasks, lambda t: t.workflow),
-        "by_node": _group(tasks, lambda t: t.node),
-        "by_node_class": _group(tasks, lambda t: t.node_class),
+        **{key: _group(tasks, by) for key, (_, by) in GROUPS.items()},
         "transfers": {
             "count": len(transfers),
             "planned_median_s": summarise(p for p, _ in transfers)["median"],
@@ -135,12 +137,7 @@ def print_report(report: dict[str, Any]) -> None:
         f"{report['observations']} task runs; actual/declared median {num(report['ratio']['median'])}, "
         f"actual/planned median {num(report['planned_ratio']['median'])}"
     )
-    for title, key in (
-        ("per task name", "by_task"),
-        ("per workflow", "by_workflow"),
-        ("per node", "by_node"),
-        ("per node class", "by_node_class"),
-    ):
+    for key, (title, _) in GROUPS.items():
         figures = ("median", "p10", "p90", "planned_median")
         rows = [(row["key"], str(row["count"]), *(num(row[k]) for k in figures)) for row in report[key]]
         show(f"actual / declared runtime, {title}", ("", "count", "median", "p10", "p90", "actual/planned"), rows)

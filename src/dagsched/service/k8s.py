@@ -206,16 +206,11 @@ def filter_nodes(args: Any, rules: list[Rule]) -> dict[str, Any]:
         raise ExtenderInputError("body: expected an ExtenderArgs object")
     task = pod_task(args.get("pod"))
     views, items, names = _nodes(args)
-    if views is None:
+    if views is None or items is None:
         return filter_result(nodenames=names)
-    failed: dict[str, str] = {}
-    kept: list[dict] = []
-    for view, item in zip(views, items or [], strict=True):
-        reason = _reject_reason(view, task, rules)
-        if reason is None:
-            kept.append(item)
-        else:
-            failed[view["id"]] = reason
+    reasons = [_reject_reason(view, task, rules) for view in views]
+    kept = [item for item, reason in zip(items, reasons, strict=True) if reason is None]
+    failed = {view["id"]: reason for view, reason in zip(views, reasons, strict=True) if reason is not None}
     return filter_result({**args["nodes"], "items": kept}, failed=failed)
 
 

@@ -4,11 +4,9 @@ metrics.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import numpy as np
 from fastapi import HTTPException
+from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 UPLOAD_PATH = "/v1/model/weights"
@@ -44,11 +42,10 @@ def _is_json(scope: Scope) -> bool:
 class LimitsAndMetrics:
     """Refuse bodies over the limit with 413; count every response by route template and status."""
 
-    def __init__(self, app: ASGIApp, max_body: int, max_upload: int, metrics: Any) -> None:
+    def __init__(self, app: ASGIApp, max_body: int, max_upload: int) -> None:
         self.app = app
         self.max_body = max_body
         self.max_upload = max_upload
-        self.metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -96,25 +93,13 @@ class LimitsAndMetrics:
         except HTTPException as err:  # raised above, or by limited_receive outside any handler
             if err.status_code not in (400, 413) or status["started"]:
                 raise
-            await self._answer(send, err.status_code, str(err.detail), status)
+            await JSONResponse({"detail": str(err.detail)}, err.status_code)(scope, receive, tracking_send)
         self._count(scope, status["code"])
-
-    async def _answer(self, send: Send, code: int, detail: str, status: dict) -> None:
-        body = json.dumps({"detail": detail}).encode()
-        status["code"] = code
-        status["started"] = True
-        await send(
-            {
-                "type": "http.response.start",
-                "status": code,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
 
     def _count(self, scope: Scope, code: int) -> None:
         route = scope.get("route")
         method = scope.get("method", "")
         # any token is a valid HTTP method: a bounded label set keeps the series (and memory) bounded
         method = method if method in _METHODS else "other"
-        self.metrics.count_request(getattr(route, "path", None) or "unmatched", method, code)
+        metrics = scope["app"].state.service.metrics  # the app's state is built in its lifespan, after the middleware
+        metrics.count_request(getattr(route, "path", None) or "unmatched", method, code)

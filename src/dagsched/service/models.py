@@ -134,11 +134,8 @@ class ModelManager:
             policy = load_priority_policy(stem)
         except PolicyFileError as err:
             raise InputError("weights", str(err)) from None
-        meta = json.loads(Path(str(stem) + ".json").read_text())
         smoke_test(policy)  # compiles (or loads) the decoder now, not in the first request
-        loaded = LoadedModel(policy, version_of(meta), meta["sha256"], time.time(), source, meta)
-        self._swap(loaded)
-        return loaded
+        return self._serve(policy, policy.meta, source)
 
     def load_kept(self, stem: Path, weights: bytes, meta: dict[str, Any], source: str) -> LoadedModel:
         """Write a policy kept in the store as `<stem>.safetensors` + `<stem>.json`, then serve it (`load_path`)."""
@@ -216,9 +213,7 @@ class ModelManager:
                 (staging / f"policy{suffix}").replace(Path(str(final) + suffix))
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-        loaded = LoadedModel(policy, version, meta["sha256"], time.time(), "upload", meta)
-        self._swap(loaded)
-        return loaded
+        return self._serve(policy, meta, "upload")
 
     def rollback(self) -> LoadedModel:
         """Serve the previous model again (the current one becomes previous)."""
@@ -229,12 +224,15 @@ class ModelManager:
             assert self.current is not None
             return self.current
 
-    def _swap(self, loaded: LoadedModel) -> None:
+    def _serve(self, policy: Any, meta: dict[str, Any], source: str) -> LoadedModel:
+        """Make `policy` the serving one, the one it replaces the previous."""
+        loaded = LoadedModel(policy, version_of(meta), meta["sha256"], time.time(), source, meta)
         with self._lock:
             if self.current is not None:
                 self.previous = self.current
             self.current = loaded
             self.error = None
+        return loaded
 
 
 def version_of(meta: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ import math
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -73,21 +73,19 @@ _PLAN_COLUMNS = ("root_id", "workflow", "scheduler", "fallback", "fallback_reaso
 SCORE_KIND = "estimated finish time on the node in this plan's context, seconds (lower wins; HEFT's EFT)"
 
 
+@dataclass(eq=False)
 class Planner:
     """Turns a ScheduleRequest into a Planned, with this process's breaker, skew monitor and calibration."""
 
-    def __init__(
-        self, models: Any, metrics: Any, environment: str, max_tasks: int, calibrator: Calibrator | None = None
-    ) -> None:
-        self.models = models
-        self.metrics = metrics
-        self.environment = environment
-        self.max_tasks = max_tasks
-        self.breaker = Breaker()
-        self.skew = SkewMonitor()
-        self.calibrator = calibrator
-        self.router: Callable[[str, RuntimeConfig, str | None], Route | None] | None = None
-        """The canary's `route(workflow name, config, arm of the chain or None)`, when the service has one."""
+    models: Any
+    metrics: Any
+    environment: str
+    max_tasks: int
+    calibrator: Calibrator | None = None
+    breaker: Breaker = field(default_factory=Breaker)
+    skew: SkewMonitor = field(default_factory=SkewMonitor)
+    router: Callable[[str, RuntimeConfig, str | None], Route | None] | None = None
+    """The canary's `route(workflow name, config, arm of the chain or None)`, when the service has one."""
 
     def _run(self, cp: CompiledProblem, sched: Scheduler) -> RunResult:
         result = simulate(cp, sched, validate=True)
@@ -259,9 +257,8 @@ class Planner:
         if offset_s:
             for e in ev.values():
                 for alt in e["alternatives"]:
-                    alt["start"] += offset_s
-                    alt["finish"] += offset_s
-                    alt["score"] += offset_s
+                    for key in ("start", "finish", "score"):  # a score here is a finish time
+                        alt[key] += offset_s
         assignments = []
         for a in sorted((a for a in result.trace.attempts if a.outcome == "done"), key=lambda a: (a.start, a.task)):
             task, node = cp.task_ids[a.task], cp.node_ids[a.node]

@@ -35,11 +35,6 @@ def node_view(n: NodeState) -> dict[str, Any]:
     }
 
 
-def task_view(task: Any) -> dict[str, Any]:
-    """What a rule sees as `task`."""
-    return {k: getattr(task, k) for k in TASK_ATTRS}
-
-
 def canonical_json(data: Any) -> str:
     """JSON with sorted keys and no spaces: equal data, equal text (what input digests are taken of)."""
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
@@ -99,7 +94,7 @@ def build_problem(
     views = [node_view(n) for n in usable] if rules else []
     for t, task in enumerate(wf.tasks):
         if rules:
-            tv = task_view(task)
+            tv = {k: getattr(task, k) for k in TASK_ATTRS}  # what a rule sees as `task`
             for nd in np.flatnonzero(fits[t]):
                 rule = failing_rule(rules, views[nd], tv)
                 if rule is not None:

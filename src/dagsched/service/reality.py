@@ -50,7 +50,6 @@ class Run:
     scheduler: str
     created_at: float
     planned_makespan: float
-    n_tasks: int
     response: dict[str, Any]
     tasks: list[TaskRun] = field(default_factory=list)
     transfers: list[tuple[float, float]] = field(default_factory=list)
@@ -143,7 +142,6 @@ def rebuild(row: dict[str, Any], events: list[dict[str, Any]], outlier_bound: fl
         scheduler=row["scheduler"],
         created_at=float(row["created_at"]),
         planned_makespan=float(row["makespan"]),
-        n_tasks=len(assignments),
         response=response,
     )
     try:
@@ -238,12 +236,7 @@ def _rebuild_all(store: Any, rows: list[dict[str, Any]], outlier_bound: float, e
 
 
 def read_runs(
-    store: Any,
-    since: float,
-    environment: str | None = None,
-    limit: int = 2_000,
-    outlier_bound: float = 10.0,
-    now: float | None = None,
+    store: Any, since: float, environment: str | None = None, limit: int = 2_000, outlier_bound: float = 10.0
 ) -> RunLog:
     """The newest `limit` executed runs planned since `since` in `environment` (None: every label), audited."""
     runs = _rebuild_all(store, store.events.executed_roots(since, environment, limit), outlier_bound, environment)
@@ -285,8 +278,7 @@ class RunCache:
                 self.runs.update((r.root_id, r) for r in rebuilt)
             for root in [k for k, r in self.runs.items() if r.created_at < since]:
                 del self.runs[root]
-            newest = sorted(self.runs.values(), key=lambda r: (r.created_at, r.root_id))[-limit:]
-            return newest
+            return sorted(self.runs.values(), key=lambda r: (r.created_at, r.root_id))[-limit:]
 
 
 def calibration_reader(store: Any, environment: str) -> Any:

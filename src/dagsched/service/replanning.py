@@ -81,7 +81,7 @@ class Replanning:
             changed = _changed(planned, result["assignments"])
             if body.kind == "node_down":
                 reason = _node_down_reason(body, planned, before, changed)
-        if in_canary and body.kind == "task_finished" and after.done >= all_tasks:
+        if in_canary and body.kind == "task_finished" and after.finished.keys() >= all_tasks:
             self.on_canary_workflow_done()  # a workflow of the canary finished: it judges its stage
         return {
             "plan_id": new_id,
@@ -110,7 +110,7 @@ class Replanning:
             raise InputError("node", "every node of the plan is down: nothing can be re-planned")
         keep = [t for t in wf.tasks if t.id not in ran.finished]
         if not keep:
-            return {"assignments": [], "plan_id": latest_id, "stored": False}
+            return {"assignments": [], "plan_id": latest_id}
         kept = {t.id for t in keep}
         tasks: list[Task] = []
         pins: dict[str, str] = {}
@@ -152,14 +152,13 @@ class Replanning:
             applied=applied,
             arm=arm,
         )
-        if stand_ins:  # the stand-ins are not part of the plan
+        if stand_ins:  # the stand-ins are not part of the plan (the plan's row holds this same response)
             response = result.response
             response["assignments"] = [a for a in response["assignments"] if a["task"] not in stand_ins]
-            result.plan_row["response"] = response
             result.decision_rows[:] = [r for r in result.decision_rows if r["task"] not in stand_ins]
         result.plan_row["request"] = {**root["request"], "replan_of": latest_id, "event": body.model_dump()}
         self.plans.save(result.plan_row, result.decision_rows)
-        return {**result.response, "stored": True}
+        return result.response
 
 
 def _check_fields(body: EventRequest, tasks: set[str], node_ids: set[str]) -> None:

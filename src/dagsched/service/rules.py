@@ -89,16 +89,13 @@ def _check(tree: ast.AST, field: str, expr: str) -> None:
         if isinstance(node, ast.BinOp):
             if type(node.op) not in _BINOPS:
                 raise _refuse(field, expr, f"operator {type(node.op).__name__} (allowed: + - * / %)")
-            continue
-        if isinstance(node, ast.Constant):
+        elif isinstance(node, ast.Constant):
             if not isinstance(node.value, int | float | str | bool | type(None)):
                 raise _refuse(field, expr, f"constant {node.value!r}")
-            continue
-        if isinstance(node, ast.Name):
+        elif isinstance(node, ast.Name):
             if node.id not in ATTRS and node.id not in ("true", "false"):
                 raise _refuse(field, expr, f"unknown name '{node.id}' (only node and task)")
-            continue
-        if isinstance(node, ast.Attribute):
+        elif isinstance(node, ast.Attribute):
             if node.attr.startswith("_"):
                 raise _refuse(field, expr, f"private or dunder attribute '{node.attr}'")
             if not isinstance(node.value, ast.Name) or node.value.id not in ATTRS:
@@ -106,15 +103,14 @@ def _check(tree: ast.AST, field: str, expr: str) -> None:
             if node.attr not in ATTRS[node.value.id]:
                 known = ", ".join(sorted(ATTRS[node.value.id]))
                 raise _refuse(field, expr, f"unknown attribute {node.value.id}.{node.attr} (known: {known})")
-            continue
-        if isinstance(node, ast.Subscript):
+        elif isinstance(node, ast.Subscript):
             base = node.value
             ok_base = isinstance(base, ast.Attribute) and base.attr == "labels"
             ok_key = isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)
             if not (ok_base and ok_key):
                 raise _refuse(field, expr, 'subscripts other than node.labels["key"] / task.labels["key"]')
-            continue
-        raise _refuse(field, expr, _REFUSED.get(type(node), f"{type(node).__name__} expressions"))
+        else:
+            raise _refuse(field, expr, _REFUSED.get(type(node), f"{type(node).__name__} expressions"))
 
 
 def _eval(node: ast.AST, env: Mapping[str, Mapping[str, Any]]) -> Any:

@@ -39,7 +39,6 @@ class ServiceState:
         self.store.start_checkpoints()
         self.models = ModelManager(settings.model_dir, settings.max_upload_bytes)
         self.config = RuntimeConfig()
-        self._config_lock = threading.Lock()
         plan_lock = threading.Lock()  # one plan at a time per process (see `Planning.lock`)
         if settings.config_file is not None:
             self.config = with_id(read_config(settings.config_file))  # a bad file at start-up stops the start
@@ -164,8 +163,7 @@ class ServiceState:
     def set_config(self, config: RuntimeConfig) -> None:
         """Make `config` the live one here (a canary it starts gets its id)."""
         named = with_id(config)
-        with self._config_lock:
-            self.config = named
+        self.config = named  # one assignment: a reader sees the old config or the new one, no lock needed
         self.metrics.config_reloads.labels(outcome="ok").inc()
         self.metrics.canary_fraction.set(named.canary.fraction if named.canary is not None else 0.0)
 

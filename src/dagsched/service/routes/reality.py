@@ -37,7 +37,7 @@ async def gap(
     now = time.time()
 
     def compute() -> dict[str, Any]:
-        log = read_runs(state.store, now - window_s, environment, limit, config.calibration.outlier_bound, now)
+        log = read_runs(state.store, now - window_s, environment, limit, config.calibration.outlier_bound)
         report = gap_report(log, state.planner.factors(config))
         report["window_calibration"] = log.factors(config.calibration, now).to_json()
         return report
@@ -51,8 +51,7 @@ async def canary_report(state: State) -> dict[str, Any]:
     executed workflows, mean plan and achieved makespan, achieved over the default's plan makespan (mean, 95 %
     interval); the paired plan comparison where the shadow has both (candidate wins, ties, default wins, mean
     ratio, 95 % interval); the verdict so far; and every step of the live (or the last) canary."""
-    config = state.config
-    return await run_in_threadpool(state.canary.report, config)
+    return await run_in_threadpool(state.canary.report, state.config)
 
 
 @router.post("/v1/canary/rollback", dependencies=[Authorized], responses={409: {"description": "no canary runs"}})

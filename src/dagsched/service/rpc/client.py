@@ -17,23 +17,17 @@ from dagsched.service.rpc import dagsched_pb2_grpc as pb_grpc
 
 
 def workflow_message(wf: dict[str, Any]) -> pb.Workflow:
-    """A native workflow dict as a Workflow message (bare dependency ids as Dependency messages)."""
-    msg = pb.Workflow(name=wf["name"], labels=wf.get("labels") or {})
-    if wf.get("deadline") is not None:
-        msg.deadline = wf["deadline"]
-    for t in wf["tasks"]:
-        task = msg.tasks.add(id=t["id"], runtime=t["runtime"], priority=t.get("priority", 0),
-                             critical=t.get("critical", False), labels=t.get("labels") or {},
-                             costs=t.get("costs") or {})  # fmt: skip
-        resources = t.get("resources") or {}
-        if "cpu" in resources:
-            task.cpu = resources["cpu"]
-        task.mem, task.gpu = resources.get("mem", 0.0), resources.get("gpu", 0)
-        if t.get("deadline") is not None:
-            task.deadline = t["deadline"]
-        for d in t.get("dependencies") or []:
-            task.dependencies.add(**({"task": d} if isinstance(d, str) else d))
-    return msg
+    """A native workflow dict as a Workflow message (a task's resources are fields of its Task, bare dependency ids
+    Dependency messages)."""
+    tasks = [
+        {
+            **{k: v for k, v in t.items() if k != "resources"},
+            **(t.get("resources") or {}),
+            "dependencies": [{"task": d} if isinstance(d, str) else d for d in t.get("dependencies") or []],
+        }
+        for t in wf["tasks"]
+    ]
+    return json_format.ParseDict({**wf, "tasks": tasks}, pb.Workflow(), ignore_unknown_fields=True)
 
 
 def schedule_request(body: dict[str, Any]) -> pb.ScheduleRequest:

@@ -10,6 +10,7 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent import futures
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -63,13 +64,12 @@ def _handler(method: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+@dataclass(frozen=True)
 class Undecodable:
     """A request whose bytes do not decode: INVALID_ARGUMENT saying so, where grpc would answer UNKNOWN."""
 
-    __slots__ = ("error", "message")
-
-    def __init__(self, message: str, error: Exception) -> None:
-        self.message, self.error = message, f"{type(error).__name__}: {error}"
+    message: str
+    error: str
 
 
 class _DecodeRequests(grpc.aio.ServerInterceptor):
@@ -100,7 +100,7 @@ def _tolerant(decode: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
         try:
             return decode(raw)
         except Exception as err:  # noqa: BLE001  (protobuf's DecodeError, or any parser fault: the client's bytes)
-            return Undecodable(name, err)
+            return Undecodable(name, f"{type(err).__name__}: {err}")
 
     return decode_or_say
 
@@ -163,7 +163,8 @@ _PLAN_FIELDS = ("plan_id", "scheduler", "fallback", "makespan", "cost", "request
 
 def plan_message(r: dict[str, Any]) -> pb.Plan:
     """A /v1/schedule response as a Plan message (filled in place: several times faster than nested constructors)."""
-    msg = pb.Plan(**{k: r[k] for k in _PLAN_FIELDS}, root_id=r["root_id"] or r["plan_id"])
+    optional = {k: r.get(k) for k in ("fallback_reason", "model_version", "arm", "canary")}  # None: left unset
+    msg = pb.Plan(**{k: r[k] for k in _PLAN_FIELDS}, **optional, root_id=r["root_id"] or r["plan_id"])
     add = msg.assignments.add
     for a in r["assignments"]:
         e = a["evidence"]
@@ -179,9 +180,6 @@ def plan_message(r: dict[str, Any]) -> pb.Plan:
             ev.calibration.CopyFrom(pb.AssignmentCalibration(**e["calibration"]))
     for x in r["rejected_nodes"]:
         msg.rejected_nodes.add(node=x["node"], constraint=x["constraint"])
-    for key in ("fallback_reason", "model_version", "arm", "canary"):
-        if r.get(key) is not None:
-            setattr(msg, key, r[key])
     msg.objective.update(r["objective"])
     if r.get("calibration"):
         msg.calibration.update(r["calibration"])
@@ -253,11 +251,9 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     def Health(self, request: pb.HealthRequest, context: grpc.aio.ServicerContext) -> pb.HealthReply:  # noqa: N802
         problem = self.state.ping_store()
         current = self.state.models.current
-        msg = pb.HealthReply(ready=problem is None, status="ready" if problem is None else "not ready")
-        msg.store = problem or "ok"
-        if current is not None:
-            msg.model = current.version
-        return msg
+        status = "ready" if problem is None else "not ready"
+        model = current.version if current is not None else None  # None: the optional field stays unset
+        return pb.HealthReply(ready=problem is None, status=status, store=problem or "ok", model=model)
 
     @_handler
     def ReportEvent(self, request: pb.Event, context: grpc.aio.ServicerContext) -> pb.EventReply:  # noqa: N802
