@@ -14,7 +14,9 @@ A variant is a registered name or `name@x` with a parameter: `srpt_cap@p` (heSRP
 dispatcher: `drl_stream` (the default weights, which have no lever heads), `drl_stream@levers` (the weights with
 the cap and admission heads, `stream-index-v1-levers.safetensors`), `drl_stream@imitation` (the default weights'
 imitation start), `drl_stream@PATH` (other weights), each also as `drl_stream-nocap`, `drl_stream-noadmit` or
-`drl_stream-nolevers` (the cap, the admission or both switched off). `fair_cap`'s
+`drl_stream-nolevers` (the cap, the admission or both switched off) or `drl_stream-onenode` (one candidate node,
+the node head unused). `--free-transfers` makes every transfer instant (the ablation that tells whether a rule's gain
+is the data's). `fair_cap`'s
 factor was chosen this way on training streams (seeds 301-302, never judged):
 
     nice -n 19 .venv/bin/python benchmarks/experiments/stream_levers.py --seeds 301,302 \
@@ -66,6 +68,7 @@ IMITATION = SHIPPED.with_name(SHIPPED.stem + "-imitation.safetensors")
 LEVERS = SHIPPED.with_name(SHIPPED.stem + "-levers.safetensors")
 LEVERS_OFF = {"drl_stream": {}, "drl_stream-nocap": {"cap": False}, "drl_stream-noadmit": {"admit": False}}
 LEVERS_OFF["drl_stream-nolevers"] = {"cap": False, "admit": False}
+LEVERS_OFF["drl_stream-onenode"] = {"candidates": 1}  # the node head unused: the earliest-finish node, as srpt_hold
 
 
 def make(variant: str) -> Scheduler:
@@ -99,6 +102,9 @@ def main() -> None:
     ap.add_argument("--load", type=float, default=0.85)
     ap.add_argument("--seeds", default="401,402,403,404,405,406,407,408,409,410")
     ap.add_argument("--variants", default=VARIANTS)
+    ap.add_argument(
+        "--free-transfers", action="store_true", help="every node at 1e18 bytes/s and no latency: data moves at once"
+    )
     args = ap.parse_args()
     sizes = {k: int(v) for k, v in (kv.split("=") for kv in args.workflows.split(","))}
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -110,7 +116,11 @@ def main() -> None:
         cluster, arrival, mix = group.split(":")
         rows: dict[str, list[dict[str, float]]] = defaultdict(list)
         for seed in seeds:
-            stream = generate_stream(cluster_preset(cluster), sizes[cluster], args.load, arrival, seed=seed, mix=mix)
+            nodes = cluster_preset(cluster)
+            if args.free_transfers:
+                free = [n.model_copy(update={"bandwidth": 1e18}) for n in nodes.nodes]
+                nodes = nodes.model_copy(update={"nodes": free, "latency": 0.0, "links": []})
+            stream = generate_stream(nodes, sizes[cluster], args.load, arrival, seed=seed, mix=mix)
             cp = compile_problem(stream.problem())
             for v in names:
                 sim = Simulator(cp, config, seed)

@@ -1,6 +1,6 @@
 """The stream levers as hand rules, each on a tiny case worked out by hand: heSRPT's shares, `srpt_cap`'s cap as a
-priority, `fair_cap`'s hard cap and `srpt_admit`'s admission hold. Cloud mode without noise, so the times are exact;
-every trace validates."""
+priority, `fair_cap`'s hard cap, `srpt_admit`'s admission hold and `srpt_spread`'s node tie-break. Cloud mode without
+noise, so the times are exact; every trace validates."""
 
 from __future__ import annotations
 
@@ -128,13 +128,41 @@ def test_srpt_admit_lets_a_shorter_new_workflow_in() -> None:
     assert _placed(wfs, 2, SRPTAdmit(saturated=0.5))["L/l1"] == (1.0, 5.0)
 
 
-@pytest.mark.parametrize("name", ["srpt_cap", "srpt_admit", "fair_cap"])
+def _nodes_of(workflows: list[Workflow], nodes: list[Node], scheduler: str) -> dict[str, str]:
+    cp = compile_problem(Problem(workflows=workflows, cluster=Cluster(nodes=nodes)))
+    result = simulate(cp, scheduler, SimConfig())
+    assert result.valid, result.violations
+    return {cp.task_name(a.task): cp.node_ids[a.node] for a in result.trace.attempts}
+
+
+def test_srpt_spread_breaks_a_finish_tie_by_the_most_cores_left_free() -> None:
+    """Two 4-cpu nodes of one speed, three 1-cpu tasks at 0: srpt_hold fills n0 (equal finishes go to the lowest
+    index), srpt_spread alternates (after a0 on n0, n1 has 3 of 4 cores free against n0's 2)."""
+    same = [Node(id="n0", cpu=4, mem=8), Node(id="n1", cpu=4, mem=8)]
+    wfs = [_independent("A", 3)]
+    assert _nodes_of(wfs, same, "srpt_hold") == {"a0": "n0", "a1": "n0", "a2": "n0"}
+    assert _nodes_of(wfs, same, "srpt_spread") == {"a0": "n0", "a1": "n1", "a2": "n0"}
+
+
+def test_srpt_spread_never_takes_a_later_finish() -> None:
+    """A node twice as fast finishes every task first: both rules put all three there, though the slow one is
+    emptier."""
+    mixed = [Node(id="slow", cpu=4, mem=8), Node(id="fast", cpu=4, mem=8, speed=2.0)]
+    wfs = [_independent("A", 3)]
+    assert (
+        _nodes_of(wfs, mixed, "srpt_spread")
+        == _nodes_of(wfs, mixed, "srpt_hold")
+        == dict.fromkeys(("a0", "a1", "a2"), "fast")
+    )
+
+
+@pytest.mark.parametrize("name", ["srpt_cap", "srpt_admit", "fair_cap", "srpt_spread"])
 def test_registered(name: str) -> None:
     """Each is found by name in the one registry."""
     assert make_scheduler(name).name == name
 
 
-@pytest.mark.parametrize("name", ["srpt_cap", "srpt_admit", "fair_cap"])
+@pytest.mark.parametrize("name", ["srpt_cap", "srpt_admit", "fair_cap", "srpt_spread"])
 def test_a_stream_of_analytics_jobs_runs_to_a_valid_trace(name: str) -> None:
     """Eight stages jobs at load 0.9 on homog-8 in the shared mode (noise, failures, stragglers): every task runs to
     completion and the trace validates."""

@@ -121,7 +121,7 @@ def test_the_list_says_what_each_is_and_where_it_is_best() -> None:
         "HEFT: Heterogeneous Earliest Finish Time (Topcuoglu, Hariri and Wu, IEEE TPDS 2002). Best for: a "
         "reference: every single-workflow figure is a ratio to it, and the service falls back to it."
     )
-    assert "Best for: streams of wide-stage analytics jobs" in lines["drl_stream"]
+    assert "Best for: a little shorter than srpt_hold" in lines["drl_stream"]
     assert lines["heft_keep"].split(None, 1)[1].startswith("HEFT on a shared cluster that plans each arriving")
     for name in registered_names():
         assert _REGISTRY[name].best_for, f"{name} says nowhere where it is best"

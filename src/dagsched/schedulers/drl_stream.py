@@ -64,8 +64,8 @@ CANDIDATES = 3
 class DRLStream(SRPTHold):
     name = "drl_stream"
     best_for = (
-        "streams of wide-stage analytics jobs, and a little shorter than srpt_hold on any shared cluster; with long "
-        "streams on nodes of several speeds drl_stream_levers, on homogeneous clusters fair_cap"
+        "a little shorter than srpt_hold on every shared cluster measured; the shortest are srpt_spread on analytics "
+        "jobs, drl_stream_levers with long streams on nodes of several speeds, fair_cap on homogeneous clusters"
     )
     uses_seed = False
     default_weights: Path = SHIPPED
