@@ -127,6 +127,14 @@ def test_prioritize_returns_host_priority_list(client: TestClient) -> None:
     assert scores == {"slow": 5, "fast": 9, "tiny": 0}
 
 
+def test_prioritize_scores_nodes_all_of_speed_zero_by_headroom(client: TestClient) -> None:
+    """Speed 0 on every fitting node (a label that says "never"): scored by headroom alone, no error."""
+    items = [node("idle", "4", "16Gi", speed="0"), node("full", "1", "16Gi", speed="0")]
+    r = client.post("/v1/k8s/prioritize", json=args(pod(), items))
+    assert r.status_code == 200 and "x-dagsched-error" not in r.headers
+    assert {x["host"]: x["score"] for x in r.json()} == {"idle": 2, "full": 1}
+
+
 def test_prioritize_steers_a_planned_task_to_its_node(client: TestClient) -> None:
     """A pod whose (workflow, task) was planned by /v1/schedule scores 10 on the planned node."""
     client.post("/v1/schedule", json={"workflow": workflow("wk"), "nodes": nodes(), "scheduler": "heft"})

@@ -234,7 +234,7 @@ def prioritize(
             score = 0
         else:
             # runtime / speed relative to the fastest fitting node, with a headroom tie-breaker
-            speed_part = v["speed"] / best_speed
+            speed_part = v["speed"] / best_speed if best_speed > 0 else 0.0
             headroom = 1.0 - task["cpu"] / v["cpu"] if v["cpu"] > 0 else 0.0
             score = int(round((MAX_PRIORITY - 1) * (0.8 * speed_part + 0.2 * max(headroom, 0.0))))
         out.append({"host": v["id"], "score": max(0, min(MAX_PRIORITY, score))})
