@@ -14,10 +14,10 @@ A variant is a registered name or `name@x` with a parameter: `srpt_cap@p` (heSRP
 dispatcher: `drl_stream` (the default weights, which have no lever heads), `drl_stream@levers` (the weights with
 the cap and admission heads, `stream-index-v1-levers.safetensors`), `drl_stream@imitation` (the default weights'
 imitation start), `drl_stream@PATH` (other weights), each also as `drl_stream-nocap`, `drl_stream-noadmit` or
-`drl_stream-nolevers` (the cap, the admission or both switched off) or `drl_stream-onenode` (one candidate node,
-the node head unused). `--free-transfers` makes every transfer instant (the ablation that tells whether a rule's gain
-is the data's). `fair_cap`'s
-factor was chosen this way on training streams (seeds 301-302, never judged):
+`drl_stream-nolevers` (the cap, the admission or both switched off), `drl_stream-onenode` (one candidate node, the
+node head unused) or `drl_stream-allnodes` (every startable node a candidate, not the three earliest-finish).
+`--free-transfers` makes every transfer instant (the ablation that tells whether a rule's gain is the data's).
+`fair_cap`'s factor was chosen this way on training streams (seeds 301-302, never judged):
 
     nice -n 19 .venv/bin/python benchmarks/experiments/stream_levers.py --seeds 301,302 \
         --groups hetero-16:poisson:default,homog-8:poisson:stages --workflows hetero-16=30,homog-8=30 \
@@ -69,6 +69,7 @@ LEVERS = SHIPPED.with_name(SHIPPED.stem + "-levers.safetensors")
 LEVERS_OFF = {"drl_stream": {}, "drl_stream-nocap": {"cap": False}, "drl_stream-noadmit": {"admit": False}}
 LEVERS_OFF["drl_stream-nolevers"] = {"cap": False, "admit": False}
 LEVERS_OFF["drl_stream-onenode"] = {"candidates": 1}  # the node head unused: the earliest-finish node, as srpt_hold
+LEVERS_OFF["drl_stream-allnodes"] = {"candidates": 1_000_000}  # the node head scores every startable node
 
 
 def make(variant: str) -> Scheduler:
