@@ -2,6 +2,7 @@
 # Install Debian's PostgreSQL, start a throwaway cluster on a free local port and print its URL.
 #
 #   export DAGSCHED_TEST_PG_URL="$(deploy/ci-postgres.sh)"
+#   deploy/ci-postgres.sh stop     # stops the cluster in $PGDATA, if one runs there
 #
 # Safe to run as root (the server runs as the `postgres` user) and idempotent: a second run
 # reuses the cluster in $PGDATA. Everything but the URL goes to stderr.
@@ -21,6 +22,15 @@ as_postgres() {
     "$@"
   fi
 }
+
+if [ "${1:-}" = stop ]; then
+  PG_CTL="$(ls /usr/lib/postgresql/*/bin/pg_ctl 2>/dev/null | sort -V | tail -1 || true)"
+  if [ -n "$PG_CTL" ] && as_postgres "$PG_CTL" -D "$PGDATA/data" status >/dev/null 2>&1; then
+    as_postgres "$PG_CTL" -D "$PGDATA/data" -m fast -w stop >/dev/null
+    log "stopped the cluster in $PGDATA/data"
+  fi
+  exit 0
+fi
 
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   log "installing postgresql from the Debian packages"
