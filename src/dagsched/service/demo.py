@@ -11,21 +11,20 @@ from typing import Any
 
 import httpx
 
-_NODE_KEYS = ("id", "cpu", "mem", "gpu", "speed", "price_per_hour", "bandwidth", "labels")
-
 
 def sample_nodes(seed: int) -> list[dict[str, Any]]:
     """The hetero-16 preset as request nodes, with a seeded share of each node's cpu in use."""
     import numpy as np
 
     from dagsched.generate import cluster_preset
+    from dagsched.io.native import node_to_request
 
     rng = np.random.default_rng(seed)
     out = []
     for n in cluster_preset("hetero-16").nodes:
         used = float(rng.uniform(0, 0.5))
         free = {"cpu": round(n.cpu * (1 - used), 2), "mem": round(n.mem * (1 - used), 2), "gpu": n.gpu}
-        out.append({**n.model_dump(include=set(_NODE_KEYS)), "free": free})
+        out.append({**node_to_request(n), "free": free})
     return out
 
 
