@@ -6,6 +6,7 @@ breaker is rolled back at once; every step is stored."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from fastapi.testclient import TestClient
 from dagsched.service.canary import in_candidate
 from dagsched.service.replay import Truth, drift_nodes, ml_pipeline, plan_and_run
 
-from .conftest import AUTH, TOKEN
+from .conftest import AUTH, TOKEN, save_tiny_policy
 
 MIN_WORKFLOWS = 3
 
@@ -120,6 +121,32 @@ def test_a_better_candidate_is_promoted_through_every_stage(canary_client: TestC
         assert s["reason"].startswith("no worse") and s["figures"]["ratio"] < 1.0
         assert s["figures"]["paired"]["candidate_wins"] >= 1
     assert run(c, "after-the-release", 5)["scheduler"] == "heft"
+
+
+def test_a_model_version_that_completes_its_release_becomes_the_serving_policy(
+    canary_client: TestClient, tmp_path: Path
+) -> None:
+    """A policy version kept by an earlier upload (then rolled back) is the candidate; when its release completes,
+    the learned planner is the default and that version serves every plan."""
+    c = canary_client
+    stem = save_tiny_policy(tmp_path / "v2", seed=1, version="tiny-v2")
+    files = {
+        "weights": ("p.safetensors", Path(f"{stem}.safetensors").read_bytes(), "application/octet-stream"),
+        "metadata": ("p.json", Path(f"{stem}.json").read_bytes(), "application/json"),
+    }
+    assert c.put("/v1/model/weights", files=files, headers=AUTH).status_code == 200
+    assert c.post("/v1/model/rollback", headers=AUTH).json()["version"] == "tiny-v1"
+    start(c, "round_robin", {"model_version": "tiny-v2", "fraction": 0.01, "min_workflows": MIN_WORKFLOWS})
+    for k, fraction in enumerate((0.01, 0.1, 0.5)):
+        assert c.get("/v1/model").json()["version"] == "tiny-v1"  # the candidate plans its arm only
+        plans = stage(c, fraction, f"model{k}", 10 * k)
+        assert {p["model_version"] for p in plans if p["arm"] == "candidate"} == {"tiny-v2"}
+    assert c.get("/v1/canary/report").json()["steps"][-1]["action"] == "complete"
+    config = c.get("/v1/config").json()
+    assert config["canary"] is None and config["default_scheduler"] == "drl"
+    assert c.get("/v1/model").json()["version"] == "tiny-v2"
+    after = run(c, "after-the-model-release", 5)
+    assert after["scheduler"] == "drl" and after["model_version"] == "tiny-v2"
 
 
 def test_a_candidate_that_errs_is_rolled_back(canary_client: TestClient) -> None:
