@@ -37,6 +37,13 @@ def save_tiny_policy(stem: Path, seed: int = 0, version: str | None = None) -> P
     return stem
 
 
+def upload_files(stem: Path, weights: bytes | None = None, meta: bytes | None = None) -> dict[str, Any]:
+    """The multipart form of PUT /v1/model/weights for the policy saved at `stem` (either part replaced if given)."""
+    w = weights if weights is not None else Path(f"{stem}.safetensors").read_bytes()
+    m = meta if meta is not None else Path(f"{stem}.json").read_bytes()
+    return {"weights": ("p.safetensors", w, "application/octet-stream"), "metadata": ("p.json", m, "application/json")}
+
+
 @pytest.fixture(scope="session")
 def policy_stem(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return save_tiny_policy(tmp_path_factory.mktemp("policy") / "tiny", seed=0, version="tiny-v1")

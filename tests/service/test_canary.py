@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from dagsched.service.canary import in_candidate
 from dagsched.service.replay import Truth, drift_nodes, ml_pipeline, plan_and_run
 
-from .conftest import AUTH, TOKEN, save_tiny_policy
+from .conftest import AUTH, TOKEN, save_tiny_policy, upload_files
 
 MIN_WORKFLOWS = 3
 
@@ -130,11 +130,7 @@ def test_a_model_version_that_completes_its_release_becomes_the_serving_policy(
     the learned planner is the default and that version serves every plan."""
     c = canary_client
     stem = save_tiny_policy(tmp_path / "v2", seed=1, version="tiny-v2")
-    files = {
-        "weights": ("p.safetensors", Path(f"{stem}.safetensors").read_bytes(), "application/octet-stream"),
-        "metadata": ("p.json", Path(f"{stem}.json").read_bytes(), "application/json"),
-    }
-    assert c.put("/v1/model/weights", files=files, headers=AUTH).status_code == 200
+    assert c.put("/v1/model/weights", files=upload_files(stem), headers=AUTH).status_code == 200
     assert c.post("/v1/model/rollback", headers=AUTH).json()["version"] == "tiny-v1"
     start(c, "round_robin", {"model_version": "tiny-v2", "fraction": 0.01, "min_workflows": MIN_WORKFLOWS})
     for k, fraction in enumerate((0.01, 0.1, 0.5)):

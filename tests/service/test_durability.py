@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .conftest import AUTH, nodes, save_tiny_policy, start_server, workflow
+from .conftest import AUTH, nodes, save_tiny_policy, start_server, upload_files, workflow
 
 
 @pytest.fixture
@@ -107,10 +107,7 @@ class _SlowBody(httpx.SyncByteStream):
 def test_an_upload_killed_half_way_leaves_the_old_model_serving(server, tmp_path: Path) -> None:
     base, proc = server()
     stem = save_tiny_policy(tmp_path / "new" / "p", seed=5, version="tiny-v5")
-    files = {
-        "weights": ("p.safetensors", Path(str(stem) + ".safetensors").read_bytes(), "application/octet-stream"),
-        "metadata": ("p.json", Path(str(stem) + ".json").read_bytes(), "application/json"),
-    }
+    files = upload_files(stem)
     request = httpx.Request("PUT", f"{base}/v1/model/weights", files=files, headers=AUTH)
     body = _SlowBody(request.read())
     request.stream = body

@@ -7,13 +7,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from .conftest import AUTH, nodes, save_tiny_policy, workflow
-
-
-def _files(stem: Path, weights: bytes | None = None, meta: bytes | None = None) -> dict:
-    w = weights if weights is not None else Path(str(stem) + ".safetensors").read_bytes()
-    m = meta if meta is not None else Path(str(stem) + ".json").read_bytes()
-    return {"weights": ("p.safetensors", w, "application/octet-stream"), "metadata": ("p.json", m, "application/json")}
+from .conftest import AUTH, nodes, save_tiny_policy, upload_files, workflow
 
 
 def test_get_model_reports_the_shipped_policy(client: TestClient) -> None:
@@ -26,7 +20,7 @@ def test_get_model_reports_the_shipped_policy(client: TestClient) -> None:
 def test_upload_swaps_and_rollback_restores(client: TestClient, tmp_path: Path) -> None:
     """A valid upload serves at once (plans carry its version); rollback restores the previous one."""
     stem = save_tiny_policy(tmp_path / "new", seed=1, version="tiny-v2")
-    r = client.put("/v1/model/weights", files=_files(stem), headers=AUTH)
+    r = client.put("/v1/model/weights", files=upload_files(stem), headers=AUTH)
     assert r.status_code == 200, r.text
     assert r.json()["version"] == "tiny-v2" and r.json()["previous"] == "tiny-v1"
     plan = client.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes(), "scheduler": "drl"}).json()
@@ -45,17 +39,17 @@ def test_rejected_uploads_leave_the_old_model_serving(client: TestClient, tmp_pa
     meta = json.loads(Path(str(stem) + ".json").read_text())
     wrong_arch = dict(meta, architecture=dict(meta["architecture"], hidden=32))
     cases = [
-        (_files(stem, weights=b"not a safetensors file at all"), "weights: not a valid safetensors file"),
-        (_files(stem, weights=good_w[:-8] + b"\0" * 8), "weights"),
-        (_files(stem, meta=b"{broken"), "metadata: not valid JSON"),
-        (_files(stem, meta=b"[1, 2]"), "metadata: expected a JSON object"),
-        (_files(stem, meta=json.dumps(wrong_arch).encode()), "tensors do not match the recorded architecture"),
+        (upload_files(stem, weights=b"not a safetensors file at all"), "weights: not a valid safetensors file"),
+        (upload_files(stem, weights=good_w[:-8] + b"\0" * 8), "weights"),
+        (upload_files(stem, meta=b"{broken"), "metadata: not valid JSON"),
+        (upload_files(stem, meta=b"[1, 2]"), "metadata: expected a JSON object"),
+        (upload_files(stem, meta=json.dumps(wrong_arch).encode()), "tensors do not match the recorded architecture"),
         (
-            _files(stem, meta=json.dumps(dict(meta, feature_version=999)).encode()),
+            upload_files(stem, meta=json.dumps(dict(meta, feature_version=999)).encode()),
             "metadata: policy.json: the policy reads feature version 999",
         ),
         (
-            _files(stem, meta=json.dumps(dict(meta, format="dagsched-policy", version="old-v2")).encode()),
+            upload_files(stem, meta=json.dumps(dict(meta, format="dagsched-policy", version="old-v2")).encode()),
             "metadata: format 'dagsched-policy': the service runs priority policies only "
             "('dagsched-priority-policy', as `save_priority_policy` writes them); a per-decision policy is refused",
         ),
@@ -76,7 +70,7 @@ def test_mutating_routes_need_the_token(client: TestClient, tmp_path: Path) -> N
     """No token or a wrong one: 401 naming the problem, and nothing changes; read routes need none."""
     stem = save_tiny_policy(tmp_path / "new", seed=1, version="tiny-v2")
     for headers, message in (({}, "missing bearer token"), ({"Authorization": "Bearer nope"}, "wrong bearer token")):
-        r = client.put("/v1/model/weights", files=_files(stem), headers=headers)
+        r = client.put("/v1/model/weights", files=upload_files(stem), headers=headers)
         assert r.status_code == 401 and message in r.json()["detail"]
         assert client.post("/v1/model/rollback", headers=headers).status_code == 401
         assert client.put("/v1/config", json={"shadow": "cpop"}, headers=headers).status_code == 401
@@ -107,6 +101,6 @@ def test_oversized_upload_is_413(make_settings, tmp_path: Path) -> None:
 
     stem = save_tiny_policy(tmp_path / "new", seed=1, version="tiny-v2")
     with TestClient(create_app(make_settings(max_upload_bytes=10_000))) as c:
-        r = c.put("/v1/model/weights", files=_files(stem), headers=AUTH)
+        r = c.put("/v1/model/weights", files=upload_files(stem), headers=AUTH)
         assert r.status_code == 413 and "limit of 10000 bytes" in r.json()["detail"]
         assert c.get("/v1/model").json()["version"] == "tiny-v1"

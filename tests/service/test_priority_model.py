@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from dagsched.policy.priority_net import PriorityPolicy, save_priority_policy
 from dagsched.service.app import create_app
 
-from .conftest import AUTH, nodes, workflow
+from .conftest import AUTH, nodes, upload_files, workflow
 
 
 def _priority_stem(tmp_path: Path, version: str, head_init: float = 1.0) -> Path:
@@ -22,12 +22,6 @@ def _priority_stem(tmp_path: Path, version: str, head_init: float = 1.0) -> Path
     stem = tmp_path / version
     save_priority_policy(PriorityPolicy(hidden=16, layers=1, head_init=head_init), stem, {"version": version})
     return stem
-
-
-def _files(stem: Path, weights: bytes | None = None) -> dict:
-    w = weights if weights is not None else Path(str(stem) + ".safetensors").read_bytes()
-    m = Path(str(stem) + ".json").read_bytes()
-    return {"weights": ("p.safetensors", w, "application/octet-stream"), "metadata": ("p.json", m, "application/json")}
 
 
 def test_the_shipped_model_is_the_priority_policy(make_settings) -> None:
@@ -52,7 +46,7 @@ def test_upload_plan_explain_and_refusals(client: TestClient, tmp_path: Path) ->
     """A priority policy with a learned part uploads over the tiny one, plans as drl, and its plans are explained by
     the scores; a corrupted file is refused naming the weights, and the uploaded one keeps serving."""
     stem = _priority_stem(tmp_path, "prio-v1")
-    r = client.put("/v1/model/weights", files=_files(stem), headers=AUTH)
+    r = client.put("/v1/model/weights", files=upload_files(stem), headers=AUTH)
     assert r.status_code == 200, r.text
     assert r.json()["version"] == "prio-v1" and r.json()["previous"] == "tiny-v1"
     plan = client.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes(), "scheduler": "drl"}).json()
@@ -65,7 +59,7 @@ def test_upload_plan_explain_and_refusals(client: TestClient, tmp_path: Path) ->
     assert all(0 < t["policy"]["probability"] <= 1 for t in out["tasks"])
     bad = bytearray(Path(str(stem) + ".safetensors").read_bytes())
     bad[-8:] = b"\x00" * 8
-    r = client.put("/v1/model/weights", files=_files(stem, bytes(bad)), headers=AUTH)
+    r = client.put("/v1/model/weights", files=upload_files(stem, bytes(bad)), headers=AUTH)
     assert r.status_code == 422 and r.json()["detail"].startswith("weights:")
     assert client.get("/v1/model").json()["version"] == "prio-v1"
     meta = json.loads(Path(str(stem) + ".json").read_text())
@@ -88,5 +82,5 @@ def test_a_per_decision_policy_file_at_start_up_is_refused_and_heft_serves(make_
         plan = c.post("/v1/schedule", json={"workflow": workflow(), "nodes": nodes(), "scheduler": "drl"}).json()
         assert plan["fallback"] is True and plan["scheduler"] == "heft" and plan["model_version"] is None
         assert "format 'dagsched-policy'" in plan["fallback_reason"], plan["fallback_reason"]
-        r = c.put("/v1/model/weights", files=_files(stem), headers=AUTH)  # a priority policy still uploads
+        r = c.put("/v1/model/weights", files=upload_files(stem), headers=AUTH)  # a priority policy still uploads
         assert r.status_code == 200 and r.json()["version"] == "prio-v1", r.text

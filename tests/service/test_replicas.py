@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import AUTH, nodes, save_tiny_policy, start_server, workflow
+from .conftest import AUTH, nodes, save_tiny_policy, start_server, upload_files, workflow
 
 SYNC_S = "0.2"
 
@@ -50,13 +50,6 @@ def _eventually(read: Callable[[], object], want: object, timeout_s: float = 20.
     assert got == want
 
 
-def _files(stem: Path) -> dict:
-    return {
-        "weights": ("p.safetensors", Path(str(stem) + ".safetensors").read_bytes(), "application/octet-stream"),
-        "metadata": ("p.json", Path(str(stem) + ".json").read_bytes(), "application/json"),
-    }
-
-
 def test_two_replicas_share_plans_models_and_config(replica, tmp_path: Path) -> None:
     a, b = replica("a"), replica("b")
     with httpx.Client(base_url=a, timeout=60) as ca, httpx.Client(base_url=b, timeout=60) as cb:
@@ -82,7 +75,7 @@ def test_two_replicas_share_plans_models_and_config(replica, tmp_path: Path) -> 
 
         # an upload to one serves on both; the other loads it from the store (no shared disk)
         stem = save_tiny_policy(tmp_path / "upload" / "p", seed=3, version="tiny-v3")
-        r = ca.put("/v1/model/weights", files=_files(stem), headers=AUTH)
+        r = ca.put("/v1/model/weights", files=upload_files(stem), headers=AUTH)
         assert r.status_code == 200 and r.json()["version"] == "tiny-v3", r.text
         _eventually(lambda: cb.get("/v1/model").json()["version"], "tiny-v3")
         drl = {"workflow": workflow("learned"), "nodes": nodes(), "scheduler": "drl"}
@@ -99,7 +92,7 @@ def test_two_replicas_share_plans_models_and_config(replica, tmp_path: Path) -> 
 
     # a replica started later serves what the store serves: the re-uploaded model and the live config
     with httpx.Client(base_url=a, timeout=60) as ca:
-        assert ca.put("/v1/model/weights", files=_files(stem), headers=AUTH).json()["version"] == "tiny-v3"
+        assert ca.put("/v1/model/weights", files=upload_files(stem), headers=AUTH).json()["version"] == "tiny-v3"
     c = replica("c")
     with httpx.Client(base_url=c, timeout=60) as cc:
         assert cc.get("/v1/model").json()["version"] == "tiny-v3"

@@ -16,7 +16,7 @@ from dagsched.service.app import create_app
 from dagsched.service.models import STAGING_PREFIX, STAGING_STALE_S, ModelManager, _host
 from dagsched.service.settings import Settings
 
-from .conftest import AUTH, save_tiny_policy
+from .conftest import AUTH, save_tiny_policy, upload_files
 
 
 def _dead_pid() -> int:
@@ -62,10 +62,7 @@ def test_the_service_cleans_at_start_up_and_a_finished_upload_leaves_no_staging(
     settings = make_settings()
     stale = _staging(settings.model_dir, _host(), _dead_pid())
     stem = save_tiny_policy(tmp_path / "new", seed=2, version="tiny-v2")
-    files = {
-        "weights": ("p.safetensors", Path(str(stem) + ".safetensors").read_bytes(), "application/octet-stream"),
-        "metadata": ("p.json", Path(str(stem) + ".json").read_bytes(), "application/json"),
-    }
+    files = upload_files(stem)
     with TestClient(create_app(settings)) as c:
         assert not stale.exists()
         assert c.put("/v1/model/weights", files=files, headers=AUTH).status_code == 200
