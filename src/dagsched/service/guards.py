@@ -84,7 +84,6 @@ class SkewMonitor:
     def __init__(self) -> None:
         self.remaining = 0
         self.last_std = 0.0
-        self.trips = 0
         self.on_trip: Callable[[float], None] | None = None
         """Called (outside the lock) with the skew each time the monitor trips: online fine-tuning listens."""
         self._lock = threading.Lock()
@@ -98,7 +97,6 @@ class SkewMonitor:
             self.last_std = std
             if std > threshold and decisions > 0 and self.remaining == 0:
                 self.remaining = decisions
-                self.trips += 1
                 tripped = True
                 log.warning("load skew %.3f over %.3f: next %d placements go round-robin", std, threshold, decisions)
             on = self.remaining > 0
