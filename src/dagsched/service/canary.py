@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+from pydantic_core import to_jsonable_python
 
 from dagsched.bench.stats import bootstrap_ci
 from dagsched.service.config import LEARNED_SCHEDULER, Canary, RuntimeConfig, needs_policy
@@ -273,7 +274,7 @@ class CanaryController:
             "from_fraction": frm,
             "to_fraction": to,
             "reason": reason,
-            "figures": _jsonable(figures),
+            "figures": to_jsonable_python(figures, inf_nan_mode="null"),  # NaN and infinities as null
         }
         if not self.runtime.add_canary_step(row):
             return None
@@ -296,13 +297,3 @@ class CanaryController:
         latest = self.runtime.canary_steps(None, limit=1)
         steps = self.runtime.canary_steps(latest[0]["canary_id"]) if latest else []
         return {"canary": None, "stage": None, "verdict": None, "steps": steps}
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
