@@ -19,19 +19,13 @@ from dagsched.service.schemas import NodeState
 
 
 def node_view(n: NodeState) -> dict[str, Any]:
-    """What a rule sees as `node`."""
-    free = n.free
+    """What a rule sees as `node`: its fields (bandwidth aside) and what is free of each resource."""
+    free = n.free or n  # no `free`: all of it
     return {
-        "id": n.id,
-        "cpu": n.cpu,
-        "mem": n.mem,
-        "gpu": n.gpu,
-        "cpu_free": free.cpu if free else n.cpu,
-        "mem_free": free.mem if free else n.mem,
-        "gpu_free": free.gpu if free else n.gpu,
-        "speed": n.speed,
-        "price_per_hour": n.price_per_hour,
-        "labels": n.labels,
+        **n.model_dump(exclude={"free", "bandwidth"}),
+        "cpu_free": free.cpu,
+        "mem_free": free.mem,
+        "gpu_free": free.gpu,
     }
 
 
@@ -64,20 +58,8 @@ def build_problem(
     rejected_nodes = [{"node": n.id, "constraint": "no free cpu"} for n in nodes if n.id not in usable_ids]
     if not usable:
         raise InputError("nodes", "no node has any free cpu: nothing can be planned")
-    cluster = Cluster(
-        nodes=[
-            Node(
-                id=n.id,
-                cpu=n.free.cpu if n.free else n.cpu,
-                mem=n.free.mem if n.free else n.mem,
-                gpu=n.free.gpu if n.free else n.gpu,
-                speed=n.speed,
-                price_per_hour=n.price_per_hour,
-                bandwidth=n.bandwidth,
-                labels=n.labels,
-            )
-            for n in usable
-        ]
+    cluster = Cluster(  # each node on its free capacity (what is in use is not ours to plan on)
+        nodes=[Node(**n.model_dump(exclude={"free"}) | (n.free.model_dump() if n.free else {})) for n in usable]
     )
     wf = workflow.model_copy(update={"submit_time": 0.0})
     try:
