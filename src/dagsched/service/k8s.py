@@ -214,13 +214,11 @@ def filter_nodes(args: Any, rules: list[Rule]) -> dict[str, Any]:
     return filter_result({**args["nodes"], "items": kept}, failed=failed)
 
 
-def prioritize(
-    args: Any, rules: list[Rule], planned_node: str | None, task: dict[str, Any] | None = None
-) -> list[dict[str, Any]]:
-    """HostPriorityList: the planned node 10; others by speed, with headroom as a tie-breaker."""
-    if not isinstance(args, dict):
-        raise ExtenderInputError("body: expected an ExtenderArgs object")
-    task = task if task is not None else pod_task(args.get("pod"))
+def prioritize_pod(args: Any, rules: list[Rule], plans: Plans) -> list[dict[str, Any]]:
+    """HostPriorityList for the pod in `args`: 10 for the node its workflow's stored plan gave its task; others by
+    speed, with headroom as a tie-breaker."""
+    task = pod_task(args.get("pod") if isinstance(args, dict) else None)  # not a dict: no pod, refused here
+    planned_node = plans.planned_node(task["workflow"], task["id"])
     views, _, names = _nodes(args)
     if views is None:
         return [{"host": n, "score": MAX_PRIORITY if n == planned_node else 0} for n in names]
@@ -239,9 +237,3 @@ def prioritize(
             score = int(round((MAX_PRIORITY - 1) * (0.8 * speed_part + 0.2 * max(headroom, 0.0))))
         out.append({"host": v["id"], "score": max(0, min(MAX_PRIORITY, score))})
     return out
-
-
-def prioritize_pod(args: Any, rules: list[Rule], plans: Plans) -> list[dict[str, Any]]:
-    """Prioritize for the pod in `args`: the node its workflow's stored plan gave its task scores highest."""
-    task = pod_task(args.get("pod") if isinstance(args, dict) else None)
-    return prioritize(args, rules, plans.planned_node(task["workflow"], task["id"]), task)
