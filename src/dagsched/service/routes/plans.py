@@ -29,10 +29,7 @@ def list_plans(
 ) -> dict[str, Any]:
     """The newest plans, filtered (without their request and response: `GET /v1/plans/{id}` has those)."""
     rows, total = state.store.plans.list(q, workflow, scheduler, fallback, limit, offset)
-    plans = [
-        {**{k: v for k, v in r.items() if k not in ("id", "input_digest", "fallback_reason")}, "plan_id": r["id"]}
-        for r in rows
-    ]
+    plans = [{**r, "plan_id": r["id"]} for r in rows]  # PlanSummary keeps its own fields of a row, no others
     return {"plans": plans, "count": len(plans), "total": total}
 
 
