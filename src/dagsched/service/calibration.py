@@ -278,7 +278,6 @@ class Calibrator:
         self._lock = threading.Lock()
         self._factors: Factors | None = None
         self._refreshing: threading.Thread | None = None
-        self.error: str | None = None
 
     def factors(self, settings: Any, now: float | None = None) -> Factors:
         now = time.time() if now is None else now
@@ -303,9 +302,7 @@ class Calibrator:
             try:
                 observations, runs = self._read(settings, now)
                 self._factors = estimate(observations, runs, settings, now)
-                self.error = None
             except Exception as err:  # noqa: BLE001  (the store may be away: plan uncalibrated, say why)
-                self.error = f"calibration unavailable: {type(err).__name__}: {err}"
-                log.warning("%s", self.error)
+                log.warning("calibration unavailable: %s: %s", type(err).__name__, err)
                 return self._factors or Factors(min_runs=settings.min_runs, computed_at=now)
             return self._factors
