@@ -23,7 +23,7 @@ from dagsched.service.guards import Breaker
 from dagsched.service.metrics import ServiceMetrics
 from dagsched.service.models import ModelManager, safe_name
 from dagsched.service.planner import Planned, Planner, Route
-from dagsched.service.reality import rebuild
+from dagsched.service.reality import rebuild_all
 from dagsched.service.settings import Settings
 from dagsched.service.store import Store
 
@@ -65,7 +65,7 @@ class CanaryController:
     settings: Settings  # model_dir (candidates are loaded in its `canary` folder), max_upload_bytes, environment
 
     def __post_init__(self) -> None:
-        self.plans, self.events, self.runtime = self.store.plans, self.store.events, self.store.runtime
+        self.plans, self.runtime = self.store.plans, self.store.runtime
         self.breaker = Breaker()
         """the model-version candidate's own breaker (a scheduler candidate that needs a policy uses the planner's)"""
         self._models: tuple[str, ModelManager] | None = None
@@ -140,18 +140,16 @@ class CanaryController:
         """Per arm at one stage (default: the current one) the executed figures, and the paired plan comparison."""
         assert c.id is not None
         rows = self.runtime.canary_rows(c.id, c.fraction if fraction is None else fraction)
-        plan_rows = {p["id"]: p for p in self.plans.by_ids([r["plan_id"] for r in rows])}
-        events = self.events.of_chains(list(plan_rows))
+        plans = self.plans.by_ids([r["plan_id"] for r in rows])
+        bound = self.live_config().calibration.outlier_bound
+        runs = {run.root_id: run for run in rebuild_all(self.store, plans, bound, None)}  # what each plan's events say
         arms: dict[str, dict[str, Any]] = {}
         for arm in ("default", "candidate"):
             mine = [r for r in rows if r["arm"] == arm]
             normalised, achieved = [], []
             for r in mine:
-                p = plan_rows.get(r["plan_id"])
-                if p is None or not events[r["plan_id"]]:
-                    continue
-                run = rebuild(p, events[r["plan_id"]], self.live_config().calibration.outlier_bound)
-                if not run.clean or run.achieved_makespan is None:
+                run = runs.get(r["plan_id"])
+                if run is None or not run.clean or run.achieved_makespan is None:
                     continue
                 default_plan = r["live_makespan"] if arm == "default" else r["other_makespan"]
                 achieved.append(run.achieved_makespan)

@@ -221,7 +221,7 @@ def rebuild(row: dict[str, Any], events: list[dict[str, Any]], outlier_bound: fl
     return run
 
 
-def _rebuild_all(store: Any, rows: list[dict[str, Any]], outlier_bound: float, environment: str | None) -> list[Run]:
+def rebuild_all(store: Any, rows: list[dict[str, Any]], outlier_bound: float, environment: str | None) -> list[Run]:
     """The runs of root plan `rows`; with `environment`, each with a re-plan labelled otherwise gets that fault."""
     events = store.events.of_chains([r["id"] for r in rows])
     runs = [rebuild(r, events[r["id"]], outlier_bound) for r in rows]
@@ -239,7 +239,7 @@ def read_runs(
     store: Any, since: float, environment: str | None = None, limit: int = 2_000, outlier_bound: float = 10.0
 ) -> RunLog:
     """The newest `limit` executed runs planned since `since` in `environment` (None: every label), audited."""
-    runs = _rebuild_all(store, store.events.executed_roots(since, environment, limit), outlier_bound, environment)
+    runs = rebuild_all(store, store.events.executed_roots(since, environment, limit), outlier_bound, environment)
     runs.sort(key=lambda r: (r.created_at, r.root_id))
     log = RunLog(runs, since, environment)
     if environment is not None:
@@ -274,7 +274,7 @@ class RunCache:
                     for r in self.store.plans.by_ids(roots)
                     if r["id"] == r["root_id"] and r["environment"] == self.environment
                 ]
-                rebuilt = _rebuild_all(self.store, rows, outlier_bound, self.environment)
+                rebuilt = rebuild_all(self.store, rows, outlier_bound, self.environment)
                 self.runs.update((r.root_id, r) for r in rebuilt)
             for root in [k for k, r in self.runs.items() if r.created_at < since]:
                 del self.runs[root]
