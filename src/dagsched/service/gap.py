@@ -54,8 +54,8 @@ def gap_report(log: RunLog, factors: Factors | None = None, points: int = POINTS
     tasks = log.observations()
     clean = [r for r in log.runs if r.clean]
     complete = [r for r in clean if r.achieved_makespan is not None and r.planned_makespan > 0]
-    started = sum(r.started for r in clean)
-    failed = sum(r.failed for r in clean)
+    started = sum(r.ran.started for r in clean)
+    failed = sum(r.ran.failed for r in clean)
     over = sum(1 for t in tasks if overran(t.actual_s, t.predicted_s))
     transfers = [(p, s) for r in clean for p, s in r.transfers if p > 0]
     faults = log.faults
@@ -78,7 +78,7 @@ def gap_report(log: RunLog, factors: Factors | None = None, points: int = POINTS
         "overruns": {
             "over_2x": over,
             "rate": over / len(tasks) if tasks else None,
-            "events": sum(r.overran for r in clean),
+            "events": sum(r.ran.overran for r in clean),
         },
         "makespan": {
             "runs": len(complete),

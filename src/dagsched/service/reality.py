@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dagsched.service.calibration import Factors, Observation, declared_runtime, estimate, node_class, task_name
-from dagsched.service.chain import fold
+from dagsched.service.chain import WhatRan, fold
 
 FAULT_KINDS = ("duplicate", "out_of_order", "non_positive_duration", "outlier", "other_environment", "unreadable")
 RUN_FAULTS = frozenset({"duplicate", "out_of_order", "other_environment", "unreadable"})
@@ -54,9 +54,7 @@ class Run:
     tasks: list[TaskRun] = field(default_factory=list)
     transfers: list[tuple[float, float]] = field(default_factory=list)
     """(planned, seen) seconds from a parent's finish to its child's start on another node, edges with data"""
-    started: int = 0
-    failed: int = 0
-    overran: int = 0
+    ran: WhatRan = field(default_factory=WhatRan)  # its events folded: attempts started, failed, overran
     achieved_makespan: float | None = None
     faults: list[Fault] = field(default_factory=list)
 
@@ -167,8 +165,7 @@ def rebuild(row: dict[str, Any], events: list[dict[str, Any]], outlier_bound: fl
         latest = max(latest, e["at"])
 
     ordered = sorted((e for e in events if e["id"] not in repeats), key=lambda e: (e["at"], e["id"]))
-    ran = fold(ordered, assignments)
-    run.started, run.failed, run.overran = ran.started, ran.failed, ran.overran
+    ran = run.ran = fold(ordered, assignments)
     for task, at in ran.unstarted_finishes:
         run.faults.append(Fault("out_of_order", run.root_id, task, f"task_finished at {at:g} s without a start"))
     finished = ran.finished
