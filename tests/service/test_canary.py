@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from dagsched.service.canary import in_candidate
+from dagsched.service.finetune import in_fraction
 from dagsched.service.replay import Truth, drift_nodes, ml_pipeline, plan_and_run
 
 from .conftest import AUTH, TOKEN, save_tiny_policy, upload_files
@@ -26,7 +26,7 @@ def names_in(arm: str, fraction: float, n: int, prefix: str) -> list[str]:
     i = 0
     while len(out) < n:
         name = f"{prefix}-{i}"
-        if in_candidate(name, fraction) == (arm == "candidate"):
+        if in_fraction(name, fraction) == (arm == "candidate"):
             out.append(name)
         i += 1
     return out
@@ -65,7 +65,7 @@ def test_sticky_hash() -> None:
     """The same name goes the same way; a name in the candidate's arm stays there as the fraction grows; the share
     of names in the arm is about the fraction."""
     names = [f"wf-{i}" for i in range(4000)]
-    at = {f: {n for n in names if in_candidate(n, f)} for f in (0.01, 0.1, 0.5, 1.0)}
+    at = {f: {n for n in names if in_fraction(n, f)} for f in (0.01, 0.1, 0.5, 1.0)}
     assert at[0.01] <= at[0.1] <= at[0.5] <= at[1.0] == set(names)
     assert 0.07 < len(at[0.1]) / len(names) < 0.13 and 0.45 < len(at[0.5]) / len(names) < 0.55
 

@@ -152,8 +152,8 @@ def test_split_is_deterministic_and_stable_as_logs_grow(logs: str) -> None:
         p.plan_id for p in train2
     }
     ids = [f"plan-{i}" for i in range(2000)]
-    small = {i for i in ids if ft.is_held_out(i, 0.1)}
-    large = {i for i in ids if ft.is_held_out(i, 0.25)}
+    small = {i for i in ids if ft.in_fraction(i, 0.1)}
+    large = {i for i in ids if ft.in_fraction(i, 0.25)}
     assert small <= large and 0.2 < len(large) / len(ids) < 0.3 and 0.07 < len(small) / len(ids) < 0.13
 
 

@@ -4,7 +4,6 @@ what really ran, promoted stage by stage or rolled back (docs/service.md, "Canar
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import math
 import threading
@@ -19,6 +18,7 @@ from pydantic_core import to_jsonable_python
 
 from dagsched.bench.stats import bootstrap_ci
 from dagsched.service.config import LEARNED_SCHEDULER, Canary, RuntimeConfig, needs_policy
+from dagsched.service.finetune import in_fraction
 from dagsched.service.guards import Breaker
 from dagsched.service.metrics import ServiceMetrics
 from dagsched.service.models import ModelManager, safe_name
@@ -28,12 +28,6 @@ from dagsched.service.settings import Settings
 from dagsched.service.store import Store
 
 log = logging.getLogger("dagsched.service")
-
-
-def in_candidate(workflow: str, fraction: float) -> bool:
-    """Whether `workflow` is in the candidate's arm at `fraction` (sticky: a hash of the name)."""
-    h = int.from_bytes(hashlib.sha256(workflow.encode()).digest()[:8], "big")
-    return h / 2**64 < fraction
 
 
 def with_id(config: RuntimeConfig) -> RuntimeConfig:
@@ -76,7 +70,7 @@ class CanaryController:
         if c is None or c.id is None:
             return None
         if arm is None:
-            arm = "candidate" if in_candidate(workflow, c.fraction) else "default"
+            arm = "candidate" if in_fraction(workflow, c.fraction) else "default"  # sticky: by the name's hash
         if arm == "default":
             return Route("default", config.default_scheduler, c.id)
         if c.scheduler is not None:

@@ -182,16 +182,17 @@ def _executed_factors(
     return factors
 
 
-def is_held_out(plan_id: str, fraction: float) -> bool:
-    """Held out when the first 8 bytes of sha256(plan id), as a share of 2^64, fall under `fraction`."""
-    h = int.from_bytes(hashlib.sha256(plan_id.encode()).digest()[:8], "big")
+def in_fraction(key: str, fraction: float) -> bool:
+    """Whether the first 8 bytes of sha256(`key`), as a share of 2^64, fall under `fraction`: a sticky pick of that
+    share of keys (a held-out plan by its id; a canary candidate's workflow by its name), growing with it."""
+    h = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big")
     return h / 2**64 < fraction
 
 
 def split(problems: list[LoggedProblem], fraction: float) -> tuple[list[LoggedProblem], list[LoggedProblem]]:
     """(training, held out), each in the input's order."""
-    held = [p for p in problems if is_held_out(p.plan_id, fraction)]
-    return [p for p in problems if not is_held_out(p.plan_id, fraction)], held
+    held = [p for p in problems if in_fraction(p.plan_id, fraction)]
+    return [p for p in problems if not in_fraction(p.plan_id, fraction)], held
 
 
 def upload(http: Any, token: str, stem: Path) -> str:
