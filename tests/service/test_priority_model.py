@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from dagsched.policy.priority_net import PriorityPolicy, save_priority_policy
 from dagsched.service.app import create_app
 
-from .conftest import AUTH, nodes, upload_files, workflow
+from .conftest import AUTH, nodes, save_tiny_policy, upload_files, workflow
 
 
 def _priority_stem(tmp_path: Path, version: str, head_init: float = 1.0) -> Path:
@@ -84,3 +84,18 @@ def test_a_per_decision_policy_file_at_start_up_is_refused_and_heft_serves(make_
         assert "format 'dagsched-policy'" in plan["fallback_reason"], plan["fallback_reason"]
         r = c.put("/v1/model/weights", files=upload_files(stem), headers=AUTH)  # a priority policy still uploads
         assert r.status_code == 200 and r.json()["version"] == "prio-v1", r.text
+
+
+def test_a_kept_model_whose_version_ends_like_a_policy_file_loads(tmp_path: Path) -> None:
+    """A model kept in the store is written under a name from its version and read back from it: a version ending
+    in `.json` or `.safetensors` (the loader takes either file's path for the pair's stem) loads, on a replica that
+    syncs it or after a restart, instead of failing as a missing file."""
+    from dagsched.service.models import ModelManager, safe_name
+
+    for version in ("tiny.json", "tiny.safetensors"):
+        stem = save_tiny_policy(tmp_path / "upload" / "p", seed=3, version=version)
+        weights = Path(str(stem) + ".safetensors").read_bytes()
+        meta = json.loads(Path(str(stem) + ".json").read_text())
+        manager = ModelManager(tmp_path / "models", 10**8)
+        loaded = manager.load_kept(tmp_path / "kept" / safe_name(version), weights, meta, "store")
+        assert loaded.version == version and loaded.source == "store"

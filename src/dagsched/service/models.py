@@ -138,10 +138,15 @@ class ModelManager:
         return self._serve(policy, policy.meta, source)
 
     def load_kept(self, stem: Path, weights: bytes, meta: dict[str, Any], source: str) -> LoadedModel:
-        """Write a policy kept in the store as `<stem>.safetensors` + `<stem>.json`, then serve it (`load_path`)."""
+        """Write a policy kept in the store as `<stem>.safetensors` + `<stem>.json`, then serve it (`load_path`).
+        The files are named as the loader reads them (`policy_paths`): a stem from a version such as `v1.json` is
+        read as `v1`."""
+        from dagsched.policy.files import policy_paths
+
+        weights_path, meta_path = policy_paths(stem)
         stem.parent.mkdir(parents=True, exist_ok=True)
-        Path(str(stem) + ".safetensors").write_bytes(weights)
-        Path(str(stem) + ".json").write_text(json.dumps(meta))
+        weights_path.write_bytes(weights)
+        meta_path.write_text(json.dumps(meta))
         return self.load_path(stem, source)
 
     def try_load_startup(self, stem: Path) -> None:
