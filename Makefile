@@ -58,7 +58,7 @@ bench-standard: $(STAMP)
 
 # streams of workflows on a loaded shared cluster (docs/shared-cluster.md); the whole grid is about 24 hours on two
 # cores (48 core-hours; Ray: --address): SHARED_ARGS="--clusters hetero-16,homog-8 --loads 0.85 --schedulers
-# fair,srpt_hold,kube_default,heft,drl_stream,fair_cap,srpt_cap,srpt_admit,drl_stream_levers,srpt_spread" runs the
+# fair,srpt_hold,kube_default,heft,drl_stream,fair_cap,srpt_cap,srpt_admit,drl_stream_levers,srpt_local" runs the
 # slice the committed report shows (600 runs, about 2.7 hours of cell time)
 SHARED_ARGS ?=
 bench-shared: $(STAMP)

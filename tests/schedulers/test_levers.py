@@ -1,5 +1,5 @@
 """The stream levers as hand rules, each on a tiny case worked out by hand: heSRPT's shares, `srpt_cap`'s cap as a
-priority, `fair_cap`'s hard cap, `srpt_admit`'s admission hold and `srpt_spread`'s node tie-break. Cloud mode without
+priority, `fair_cap`'s hard cap, `srpt_admit`'s admission hold and `srpt_local`'s node tie-break. Cloud mode without
 noise, so the times are exact; every trace validates."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dagsched.model import Cluster, Node, Problem, Task, Workflow, compile_problem
+from dagsched.model import Cluster, Edge, Node, Problem, Task, Workflow, compile_problem
 from dagsched.schedulers import make_scheduler, simulate
 from dagsched.schedulers.base import Scheduler
 from dagsched.schedulers.fair_cap import CAP_FACTOR, WeightedFairCap
@@ -128,41 +128,55 @@ def test_srpt_admit_lets_a_shorter_new_workflow_in() -> None:
     assert _placed(wfs, 2, SRPTAdmit(saturated=0.5))["L/l1"] == (1.0, 5.0)
 
 
-def _nodes_of(workflows: list[Workflow], nodes: list[Node], scheduler: str) -> dict[str, str]:
+def _nodes_of(workflows: list[Workflow], nodes: list[Node], scheduler: str) -> dict[str, tuple[str, float]]:
     cp = compile_problem(Problem(workflows=workflows, cluster=Cluster(nodes=nodes)))
     result = simulate(cp, scheduler, SimConfig())
     assert result.valid, result.violations
-    return {cp.task_name(a.task): cp.node_ids[a.node] for a in result.trace.attempts}
+    return {cp.task_name(a.task): (cp.node_ids[a.node], a.start) for a in result.trace.attempts}
 
 
-def test_srpt_spread_breaks_a_finish_tie_by_the_most_cores_left_free() -> None:
-    """Two 4-cpu nodes of one speed, three 1-cpu tasks at 0: srpt_hold fills n0 (equal finishes go to the lowest
-    index), srpt_spread alternates (after a0 on n0, n1 has 3 of 4 cores free against n0's 2)."""
+def _room_beside_the_data() -> list[Workflow]:
+    """P: p (10 s) then c (10 s), 100 GB between them (80 s at 1.25 GB/s); F: f (100 s); S at 10: s1 (5 s). Every
+    task takes one core."""
+    p_then_c = [Task(id="p", runtime=10.0), Task(id="c", runtime=10.0)]
+    p = Workflow(name="P", tasks=p_then_c, edges=[Edge(src="p", dst="c", data=1e11)])
+    s = Workflow(name="S", tasks=[Task(id="s1", runtime=5.0)], submit_time=10.0)
+    return [p, Workflow(name="F", tasks=[Task(id="f", runtime=100.0)]), s]
+
+
+def test_srpt_local_keeps_the_room_beside_a_tasks_inputs() -> None:
+    """Two 2-cpu nodes of one speed. At 0 p and f both go to n0 (first fit). At 10 p ends: c can start on n0 only
+    (its 100 GB reach n1 at 90), and s1 arrives, shorter, so served first. srpt_hold puts s1 on n0 (equal finishes to
+    the lowest index) and c waits for s1's end; srpt_local sees that c wants n0's last core and puts s1 on n1."""
+    nodes = [Node(id="n0", cpu=2, mem=8), Node(id="n1", cpu=2, mem=8)]
+    hold = _nodes_of(_room_beside_the_data(), nodes, "srpt_hold")
+    assert hold["S/s1"] == ("n0", 10.0) and hold["P/c"] == ("n0", 15.0)
+    local = _nodes_of(_room_beside_the_data(), nodes, "srpt_local")
+    assert local["S/s1"] == ("n1", 10.0) and local["P/c"] == ("n0", 10.0)
+    assert local["P/p"] == hold["P/p"] == ("n0", 0.0) and local["F/f"] == hold["F/f"] == ("n0", 0.0)
+
+
+def test_srpt_local_fills_the_first_node_where_no_data_waits() -> None:
+    """Without inputs anywhere it packs as srpt_hold does (first fit: the three tasks on n0), and it never takes a
+    later finish: a node twice as fast gets all three though the slow one is emptier."""
     same = [Node(id="n0", cpu=4, mem=8), Node(id="n1", cpu=4, mem=8)]
     wfs = [_independent("A", 3)]
-    assert _nodes_of(wfs, same, "srpt_hold") == {"a0": "n0", "a1": "n0", "a2": "n0"}
-    assert _nodes_of(wfs, same, "srpt_spread") == {"a0": "n0", "a1": "n1", "a2": "n0"}
-
-
-def test_srpt_spread_never_takes_a_later_finish() -> None:
-    """A node twice as fast finishes every task first: both rules put all three there, though the slow one is
-    emptier."""
-    mixed = [Node(id="slow", cpu=4, mem=8), Node(id="fast", cpu=4, mem=8, speed=2.0)]
-    wfs = [_independent("A", 3)]
     assert (
-        _nodes_of(wfs, mixed, "srpt_spread")
-        == _nodes_of(wfs, mixed, "srpt_hold")
-        == dict.fromkeys(("a0", "a1", "a2"), "fast")
+        _nodes_of(wfs, same, "srpt_local")
+        == _nodes_of(wfs, same, "srpt_hold")
+        == {f"a{i}": ("n0", 0.0) for i in range(3)}
     )
+    mixed = [Node(id="slow", cpu=4, mem=8), Node(id="fast", cpu=4, mem=8, speed=2.0)]
+    assert _nodes_of(wfs, mixed, "srpt_local") == {f"a{i}": ("fast", 0.0) for i in range(3)}
 
 
-@pytest.mark.parametrize("name", ["srpt_cap", "srpt_admit", "fair_cap", "srpt_spread"])
+@pytest.mark.parametrize("name", ["srpt_cap", "srpt_admit", "fair_cap", "srpt_local"])
 def test_registered(name: str) -> None:
     """Each is found by name in the one registry."""
     assert make_scheduler(name).name == name
 
 
-@pytest.mark.parametrize("name", ["srpt_cap", "srpt_admit", "fair_cap", "srpt_spread"])
+@pytest.mark.parametrize("name", ["srpt_cap", "srpt_admit", "fair_cap", "srpt_local"])
 def test_a_stream_of_analytics_jobs_runs_to_a_valid_trace(name: str) -> None:
     """Eight stages jobs at load 0.9 on homog-8 in the shared mode (noise, failures, stragglers): every task runs to
     completion and the trace validates."""

@@ -64,7 +64,7 @@ CANDIDATES = 3
 class DRLStream(SRPTHold):
     name = "drl_stream"
     best_for = (
-        "a little shorter than srpt_hold on every shared cluster measured; the shortest are srpt_spread on analytics "
+        "a little shorter than srpt_hold on every shared cluster measured; the shortest are srpt_local on analytics "
         "jobs, drl_stream_levers with long streams on nodes of several speeds, fair_cap on homogeneous clusters"
     )
     uses_seed = False
