@@ -15,7 +15,9 @@ dispatcher: `drl_stream` (the default weights, which have no lever heads), `drl_
 the cap and admission heads, `stream-index-v1-levers.safetensors`), `drl_stream@imitation` (the default weights'
 imitation start), `drl_stream@PATH` (other weights), each also as `drl_stream-nocap`, `drl_stream-noadmit` or
 `drl_stream-nolevers` (the cap, the admission or both switched off), `drl_stream-onenode` (one candidate node, the
-node head unused) or `drl_stream-allnodes` (every startable node a candidate, not the three earliest-finish).
+node head unused) or `drl_stream-allnodes` (every startable node a candidate, not the three earliest-finish), and
+`drl_stream-local` (the node chosen by `srpt_local`'s rule instead of the node head, as `drl_stream_levers` does:
+`drl_stream-local@levers` is it, `drl_stream@levers` the same weights with the node head).
 `--free-transfers` makes every transfer instant (the ablation that tells whether a rule's gain is the data's).
 `fair_cap`'s factor was chosen this way on training streams (seeds 301-302, never judged):
 
@@ -50,6 +52,7 @@ from dagsched.policy.stream_index import SHIPPED
 from dagsched.schedulers import make_scheduler
 from dagsched.schedulers.base import Scheduler
 from dagsched.schedulers.drl_stream import DRLStream
+from dagsched.schedulers.drl_stream_levers import DRLStreamLevers
 from dagsched.schedulers.fair_cap import WeightedFairCap
 from dagsched.schedulers.srpt_admit import SRPTAdmit
 from dagsched.schedulers.srpt_cap import SRPTCap
@@ -76,9 +79,11 @@ def make(variant: str) -> Scheduler:
     """A registered scheduler, one of the levers' rules at a parameter (`name@x`), or the learned dispatcher at some
     weights with a lever switched off."""
     name, _, x = variant.partition("@")
+    weights = {"imitation": IMITATION, "levers": LEVERS, "": SHIPPED}.get(x, x)
     if name in LEVERS_OFF:
-        weights = {"imitation": IMITATION, "levers": LEVERS, "": SHIPPED}.get(x, x)
         return DRLStream(weights, **LEVERS_OFF[name])
+    if name == "drl_stream-local":
+        return DRLStreamLevers(weights)
     if not x:
         return make_scheduler(name)
     rules: dict[str, Callable[[float], Scheduler]] = {

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from dagsched.model import Cluster, CompiledProblem, Edge, Link, Node, Problem, Task, Workflow, compile_problem
+from dagsched.schedulers import simulate
+from dagsched.sim.config import SimConfig
 
 # Topcuoglu, Hariri and Wu (IEEE TPDS 2002), Fig. 2: execution time of each task on P1, P2, P3 ...
 HEFT_COSTS = {
@@ -77,3 +81,30 @@ def two_speed_tasks() -> CompiledProblem:
     tasks = [Task(id=name, runtime=r) for name, r in (("a", 3.0), ("b", 4.0), ("c", 10.0))]
     nodes = [Node(id="fast", cpu=1, mem=0, speed=2.0), Node(id="slow", cpu=1, mem=0, speed=1.0)]
     return compile_problem(Problem(workflows=[Workflow(name="w", tasks=tasks)], cluster=Cluster(nodes=nodes)))
+
+
+def nodes_of(workflows: list[Workflow], nodes: list[Node], scheduler: str) -> dict[str, tuple[str, float]]:
+    """Where and when each task of `workflows` on `nodes` starts under `scheduler` (cloud mode, no noise)."""
+    cp = compile_problem(Problem(workflows=workflows, cluster=Cluster(nodes=nodes)))
+    result = simulate(cp, scheduler, SimConfig())
+    assert result.valid, result.violations
+    return {cp.task_name(a.task): (cp.node_ids[a.node], a.start) for a in result.trace.attempts}
+
+
+def _room_case() -> list[Workflow]:
+    """P: p (10 s) then c (10 s), 100 GB between them (80 s at 1.25 GB/s); F: f (100 s); S at 10: s1 (5 s). Every
+    task takes one core."""
+    p_then_c = [Task(id="p", runtime=10.0), Task(id="c", runtime=10.0)]
+    p = Workflow(name="P", tasks=p_then_c, edges=[Edge(src="p", dst="c", data=1e11)])
+    s = Workflow(name="S", tasks=[Task(id="s1", runtime=5.0)], submit_time=10.0)
+    return [p, Workflow(name="F", tasks=[Task(id="f", runtime=100.0)]), s]
+
+
+RoomCase = Callable[[str], dict[str, tuple[str, float]]]
+
+
+@pytest.fixture
+def room_beside_the_data() -> RoomCase:
+    """`_room_case` on two 2-cpu nodes of one speed, placed by a scheduler named: task -> (node, start)."""
+    nodes = [Node(id="n0", cpu=2, mem=8), Node(id="n1", cpu=2, mem=8)]
+    return lambda scheduler: nodes_of(_room_case(), nodes, scheduler)

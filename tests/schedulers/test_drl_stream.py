@@ -32,8 +32,11 @@ from dagsched.schedulers.drl_stream import DRLStream
 from dagsched.schedulers.fair_cap import CAP_FACTOR
 from dagsched.schedulers.srpt_admit import SATURATED, SRPTAdmit
 from dagsched.schedulers.srpt_hold import SRPTHold
+from dagsched.schedulers.srpt_local import SRPTLocal
 from dagsched.sim.config import SimConfig, mode_settings
 from dagsched.sim.engine import Simulator
+
+from .conftest import RoomCase
 
 
 def srpt_as_net(margin: float = 0.2) -> IndexNet:
@@ -113,17 +116,26 @@ def test_the_cap_head_starts_as_fair_caps_cap_and_is_a_hard_limit() -> None:
     assert _attempts(cp, DRLStream(loose, admit=False), config) == uncapped
 
 
-def test_drl_stream_levers_is_drl_stream_at_the_lever_weights() -> None:
-    """The registered `drl_stream_levers` loads the weights with both lever heads and runs both levers: attempt for
-    attempt `DRLStream` at those weights, and not `drl_stream` at its default weights (which have no lever heads), on
-    a homog-8 stream where the cap binds."""
+def test_drl_stream_levers_is_drl_stream_at_the_lever_weights_placing_as_srpt_local() -> None:
+    """The registered `drl_stream_levers` loads the weights with both lever heads and runs both levers, and places
+    by `srpt_local`'s rule, not the node head: on a homog-8 stream where the cap binds its attempts are neither
+    `DRLStream`'s at those weights (the node head's choices) nor `drl_stream`'s at its default weights (no lever
+    heads); on the case worked by hand in `test_levers` it keeps the room beside c's inputs as `srpt_local` does."""
     levers = make_scheduler("drl_stream_levers")
-    assert isinstance(levers, DRLStream) and levers.cap and levers.admit
+    assert isinstance(levers, DRLStream) and isinstance(levers, SRPTLocal) and levers.cap and levers.admit
     assert not make_scheduler("drl_stream").cap and SHIPPED_LEVERS != SHIPPED
     cp, config = _homog8_stream(), SimConfig(**mode_settings("shared"))
     attempts = _attempts(cp, levers, config)
-    assert attempts == _attempts(cp, DRLStream(SHIPPED_LEVERS), config)
+    assert attempts != _attempts(cp, DRLStream(SHIPPED_LEVERS), config)
     assert attempts != _attempts(cp, make_scheduler("drl_stream"), config)
+    assert attempts == _attempts(cp, make_scheduler("drl_stream_levers"), config)  # reproducible
+
+
+def test_drl_stream_levers_keeps_the_room_beside_a_tasks_inputs(room_beside_the_data: RoomCase) -> None:
+    """`test_levers`' case: at 10 c can start only on n0 (its inputs there) and s1 arrives; whichever the index
+    serves first, c starts on n0 at once."""
+    placed = room_beside_the_data("drl_stream_levers")
+    assert placed["P/c"] == ("n0", 10.0) and placed["S/s1"][0] == "n1"
 
 
 def test_the_lever_heads_start_at_the_hand_rules_values() -> None:

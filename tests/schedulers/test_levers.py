@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dagsched.model import Cluster, Edge, Node, Problem, Task, Workflow, compile_problem
+from dagsched.model import Cluster, Node, Problem, Task, Workflow, compile_problem
 from dagsched.schedulers import make_scheduler, simulate
 from dagsched.schedulers.base import Scheduler
 from dagsched.schedulers.fair_cap import CAP_FACTOR, WeightedFairCap
@@ -15,6 +15,8 @@ from dagsched.schedulers.levers import capped_order, hesrpt_shares
 from dagsched.schedulers.srpt_admit import SATURATED, SRPTAdmit
 from dagsched.schedulers.srpt_cap import SPEEDUP_P, SRPTCap
 from dagsched.sim.config import SimConfig
+
+from .conftest import RoomCase, nodes_of
 
 
 def _placed(workflows: list[Workflow], cpu: int, scheduler: Scheduler | str) -> dict[str, tuple[float, float]]:
@@ -128,30 +130,13 @@ def test_srpt_admit_lets_a_shorter_new_workflow_in() -> None:
     assert _placed(wfs, 2, SRPTAdmit(saturated=0.5))["L/l1"] == (1.0, 5.0)
 
 
-def _nodes_of(workflows: list[Workflow], nodes: list[Node], scheduler: str) -> dict[str, tuple[str, float]]:
-    cp = compile_problem(Problem(workflows=workflows, cluster=Cluster(nodes=nodes)))
-    result = simulate(cp, scheduler, SimConfig())
-    assert result.valid, result.violations
-    return {cp.task_name(a.task): (cp.node_ids[a.node], a.start) for a in result.trace.attempts}
-
-
-def _room_beside_the_data() -> list[Workflow]:
-    """P: p (10 s) then c (10 s), 100 GB between them (80 s at 1.25 GB/s); F: f (100 s); S at 10: s1 (5 s). Every
-    task takes one core."""
-    p_then_c = [Task(id="p", runtime=10.0), Task(id="c", runtime=10.0)]
-    p = Workflow(name="P", tasks=p_then_c, edges=[Edge(src="p", dst="c", data=1e11)])
-    s = Workflow(name="S", tasks=[Task(id="s1", runtime=5.0)], submit_time=10.0)
-    return [p, Workflow(name="F", tasks=[Task(id="f", runtime=100.0)]), s]
-
-
-def test_srpt_local_keeps_the_room_beside_a_tasks_inputs() -> None:
+def test_srpt_local_keeps_the_room_beside_a_tasks_inputs(room_beside_the_data: RoomCase) -> None:
     """Two 2-cpu nodes of one speed. At 0 p and f both go to n0 (first fit). At 10 p ends: c can start on n0 only
     (its 100 GB reach n1 at 90), and s1 arrives, shorter, so served first. srpt_hold puts s1 on n0 (equal finishes to
     the lowest index) and c waits for s1's end; srpt_local sees that c wants n0's last core and puts s1 on n1."""
-    nodes = [Node(id="n0", cpu=2, mem=8), Node(id="n1", cpu=2, mem=8)]
-    hold = _nodes_of(_room_beside_the_data(), nodes, "srpt_hold")
+    hold = room_beside_the_data("srpt_hold")
     assert hold["S/s1"] == ("n0", 10.0) and hold["P/c"] == ("n0", 15.0)
-    local = _nodes_of(_room_beside_the_data(), nodes, "srpt_local")
+    local = room_beside_the_data("srpt_local")
     assert local["S/s1"] == ("n1", 10.0) and local["P/c"] == ("n0", 10.0)
     assert local["P/p"] == hold["P/p"] == ("n0", 0.0) and local["F/f"] == hold["F/f"] == ("n0", 0.0)
 
@@ -162,12 +147,12 @@ def test_srpt_local_fills_the_first_node_where_no_data_waits() -> None:
     same = [Node(id="n0", cpu=4, mem=8), Node(id="n1", cpu=4, mem=8)]
     wfs = [_independent("A", 3)]
     assert (
-        _nodes_of(wfs, same, "srpt_local")
-        == _nodes_of(wfs, same, "srpt_hold")
+        nodes_of(wfs, same, "srpt_local")
+        == nodes_of(wfs, same, "srpt_hold")
         == {f"a{i}": ("n0", 0.0) for i in range(3)}
     )
     mixed = [Node(id="slow", cpu=4, mem=8), Node(id="fast", cpu=4, mem=8, speed=2.0)]
-    assert _nodes_of(wfs, mixed, "srpt_local") == {f"a{i}": ("fast", 0.0) for i in range(3)}
+    assert nodes_of(wfs, mixed, "srpt_local") == {f"a{i}": ("fast", 0.0) for i in range(3)}
 
 
 @pytest.mark.parametrize("name", ["srpt_cap", "srpt_admit", "fair_cap", "srpt_local"])
