@@ -21,9 +21,11 @@ task placed. Ties: the lowest node index.
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 import numpy as np
 
-from dagsched.model.compiled import EPS
+from dagsched.model.compiled import EPS, CompiledProblem, FloatArray
 from dagsched.schedulers.base import register
 from dagsched.schedulers.srpt_hold import SRPTHold
 from dagsched.sim.decision import Decision, DecisionPoint
@@ -37,23 +39,32 @@ class SRPTLocal(SRPTHold):
         "(Poisson, bursty) at its cost, the shortest measured there"
     )
 
+    def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:
+        super().reset(cp, dp, seed)
+        self.arrivals: dict[int, tuple[FloatArray, list[float], FloatArray]] = {}
+        """ready task -> (when its inputs are on each node, those times on the nodes that could hold it sorted, those
+        nodes' times or inf): fixed while it is ready, so a decision counts where it could start by a bisection"""
+
     def decide(self, dp: DecisionPoint) -> Decision:
         self.request = dp.request
         self.free_cores: list[float] = dp.free[:, 0].tolist()  # kept current as this decision places tasks
         self.wanted = np.zeros(self.cp.n_nodes)
         """cores of each node wanted by the ready tasks whose inputs are on some nodes only, kept current"""
         self.wants: dict[int, tuple[list[int], float]] = {}  # such a task -> (its nodes, its share of each)
-        ready = dp.ready_tasks()
-        if ready:
-            tasks = np.asarray(ready, dtype=np.int64)
-            arrived = np.stack([dp.data_ready_all_s(t) for t in ready]) <= dp.now + EPS
-            local = dp.ever_fits(tasks) & arrived
-            k = local.sum(axis=1)
-            share = dp.requests(tasks)[:, 0] / np.maximum(k, 1)
-            for i in np.flatnonzero((k > 0) & (k < self.cp.n_nodes)).tolist():
-                nodes = np.flatnonzero(local[i]).tolist()
-                self.wants[ready[i]] = (nodes, float(share[i]))
-                self.wanted[nodes] += share[i]
+        now, m = dp.now + EPS, self.cp.n_nodes
+        for t in dp.ready_tasks():
+            arrival = dp.data_ready_all_s(t)  # the engine's cached vector while t is ready
+            known = self.arrivals.get(t)
+            if known is None or known[0] is not arrival:
+                fits = dp.ever_fits(np.array([t]))[0]
+                known = (arrival, sorted(arrival[fits].tolist()), np.where(fits, arrival, np.inf))
+                self.arrivals[t] = known
+            k = bisect_right(known[1], now)  # nodes that could hold t with its inputs there by now
+            if 0 < k < m:
+                nodes = np.flatnonzero(known[2] <= now).tolist()
+                share = self.request(t)[0] / k
+                self.wants[t] = (nodes, share)
+                self.wanted[nodes] += share
         return super().decide(dp)
 
     def assigned(self, t: int, nd: int) -> None:
