@@ -17,8 +17,7 @@ imitation start), `drl_stream@PATH` (other weights), each also as `drl_stream-no
 `drl_stream-nolevers` (the cap, the admission or both switched off), `drl_stream-onenode` (one candidate node, the
 node head unused) or `drl_stream-allnodes` (every startable node a candidate, not the three earliest-finish), and
 `drl_stream-local` (the node chosen by `srpt_local`'s rule instead of the node head, as `drl_stream_levers` does:
-`drl_stream-local@levers` is it, `drl_stream@levers` the same weights with the node head); `fair_cap-local` is
-`fair_cap` placing by that rule, the hand rule with the same levers and node choice.
+`drl_stream-local@levers` is it, `drl_stream@levers` the same weights with the node head).
 `--free-transfers` makes every transfer instant (the ablation that tells whether a rule's gain is the data's).
 `fair_cap`'s factor was chosen this way on training streams (seeds 301-302, never judged):
 
@@ -57,7 +56,6 @@ from dagsched.schedulers.drl_stream_levers import DRLStreamLevers
 from dagsched.schedulers.fair_cap import WeightedFairCap
 from dagsched.schedulers.srpt_admit import SRPTAdmit
 from dagsched.schedulers.srpt_cap import SRPTCap
-from dagsched.schedulers.srpt_local import SRPTLocal
 from dagsched.sim.config import SimConfig, mode_settings
 from dagsched.sim.engine import Simulator
 from dagsched.sim.metrics import stream_metrics
@@ -77,15 +75,6 @@ LEVERS_OFF["drl_stream-onenode"] = {"candidates": 1}  # the node head unused: th
 LEVERS_OFF["drl_stream-allnodes"] = {"candidates": 1_000_000}  # the node head scores every startable node
 
 
-class FairCapLocal(WeightedFairCap, SRPTLocal):
-    """`fair_cap` with `srpt_local`'s node choice: the hand rule with the levers and the node rule of
-    `drl_stream_levers` (`srpt_hold`'s hold comes with the node rule; on one speed it never holds)."""
-
-    def assigned(self, t: int, nd: int) -> None:
-        WeightedFairCap.assigned(self, t, nd)  # fair's does not pass it on
-        SRPTLocal.assigned(self, t, nd)
-
-
 def make(variant: str) -> Scheduler:
     """A registered scheduler, one of the levers' rules at a parameter (`name@x`), or the learned dispatcher at some
     weights with a lever switched off."""
@@ -95,8 +84,6 @@ def make(variant: str) -> Scheduler:
         return DRLStream(weights, **LEVERS_OFF[name])
     if name == "drl_stream-local":
         return DRLStreamLevers(weights)
-    if name == "fair_cap-local":
-        return FairCapLocal()
     if not x:
         return make_scheduler(name)
     rules: dict[str, Callable[[float], Scheduler]] = {
