@@ -167,13 +167,17 @@ class DRLStream(SRPTHold):
         if self.cap and one_over_cap(self.held[w], self.total, self.cap_share[w]):
             self.closed.add(w)  # at its cap: the rest of its tasks wait for a later decision (a hard limit)
 
+    def use_learned_margin(self, t: int) -> None:
+        """Hold t at its learned margin (this decision's margin head, read by `holds`); nothing when the hold is off."""
+        if self.margin is not None:
+            self.margin = self.margins_now[bisect_left(self.ready_now, t)]
+
     def choose_node(self, t: int, startable: list[int]) -> int | None:
         """None when t waits for a clearly faster busy node (srpt_hold's rule at t's learned margin), else the
         best-scored of the `candidates` earliest-finish startable nodes."""
-        if self.margin is not None:
-            self.margin = self.margins_now[bisect_left(self.ready_now, t)]
-            if self.holds(t, startable):
-                return None
+        self.use_learned_margin(t)
+        if self.margin is not None and self.holds(t, startable):
+            return None
         exec_s = self.cp.exec_s[t].tolist()
         nodes = sorted(startable, key=exec_s.__getitem__)[: self.candidates]  # stable: equal times by node index
         if len(nodes) == 1:

@@ -15,8 +15,6 @@ Source, complexity and ties: `drl_stream`'s and `srpt_local`'s.
 
 from __future__ import annotations
 
-from bisect import bisect_left
-
 from dagsched.policy.stream_index import SHIPPED_LEVERS
 from dagsched.schedulers.base import register
 from dagsched.schedulers.drl_stream import DRLStream
@@ -35,6 +33,5 @@ class DRLStreamLevers(DRLStream, SRPTLocal):
 
     def choose_node(self, t: int, startable: list[int]) -> int | None:
         """None when t waits for a clearly faster busy node (at t's learned margin), else `srpt_local`'s node."""
-        if self.margin is not None:
-            self.margin = self.margins_now[bisect_left(self.ready_now, t)]
+        self.use_learned_margin(t)
         return SRPTLocal.choose_node(self, t, startable)

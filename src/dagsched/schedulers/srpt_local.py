@@ -72,6 +72,7 @@ class SRPTLocal(SRPTHold):
     def assigned(self, t: int, nd: int) -> None:
         super().assigned(t, nd)
         self.free_cores[nd] -= self.request(t)[0]
+        self.arrivals.pop(t, None)  # placed: no longer ready
         if t in self.wants:
             nodes, share = self.wants.pop(t)
             self.wanted[nodes] -= share
