@@ -23,10 +23,12 @@ as_postgres() {
   fi
 }
 
+newest_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1; }  # the newest PostgreSQL installed
+
 if [ "${1:-}" = stop ]; then
-  PG_CTL="$(ls /usr/lib/postgresql/*/bin/pg_ctl 2>/dev/null | sort -V | tail -1 || true)"
-  if [ -n "$PG_CTL" ] && as_postgres "$PG_CTL" -D "$PGDATA/data" status >/dev/null 2>&1; then
-    as_postgres "$PG_CTL" -D "$PGDATA/data" -m fast -w stop >/dev/null
+  BIN="$(newest_bin || true)"
+  if [ -n "$BIN" ] && as_postgres "$BIN/pg_ctl" -D "$PGDATA/data" status >/dev/null 2>&1; then
+    as_postgres "$BIN/pg_ctl" -D "$PGDATA/data" -m fast -w stop >/dev/null
     log "stopped the cluster in $PGDATA/data"
   fi
   exit 0
@@ -38,7 +40,7 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   apt-get update -qq >&2
   apt-get install -y -qq postgresql >&2
 fi
-BIN="$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)"
+BIN="$(newest_bin)"
 
 if [ -f "$PGDATA/port" ] && as_postgres "$BIN/pg_ctl" -D "$PGDATA/data" status >/dev/null 2>&1; then
   PORT="$(cat "$PGDATA/port")"
