@@ -63,7 +63,7 @@ class WeightedFair(ListScheduler):
         for t in sorted(ready, key=lambda t: (-float(tail[t]), t)):
             queues.setdefault(int(task_wf[t]), []).append(t)
         workflows = sorted(queues)
-        left = self.dp.work_left(self.work)[workflows]
+        left = self.dp.work_left_of(self.work, np.array(workflows, dtype=np.int64))
         weight = {w: max(float(x), 1e-9) ** self.alpha for w, x in zip(workflows, left, strict=True)}
         heap = [(self._share(w) / weight[w], w) for w in workflows]
         heapq.heapify(heap)

@@ -52,7 +52,7 @@ class WeightedFairCap(WeightedFair):
         self.cap_total = up_capacity(dp)
         ready_wf = np.unique(self.cp.task_wf[dp.ready]).astype(np.int64)
         self.cap_share = np.zeros(self.cp.n_workflows)
-        self.cap_share[ready_wf] = weighted_fair_caps(dp.work_left(self.work)[ready_wf], self.cap_factor, self.alpha)
+        self.cap_share[ready_wf] = weighted_fair_caps(dp.work_left_of(self.work, ready_wf), self.cap_factor, self.alpha)
         return super().decide(dp)
 
     def at_cap(self, t: int) -> bool:

@@ -43,14 +43,14 @@ class SRPTLocal(SRPTHold):
 
     def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:
         super().reset(cp, dp, seed)
-        self.arrivals: dict[int, tuple[FloatArray, list[float], FloatArray]] = {}
+        self.arrivals: dict[int, tuple[FloatArray, list[float], list[int]]] = {}
         """ready task -> (when its inputs are on each node, those times on the nodes that could hold it sorted, those
-        nodes' times or inf): fixed while it is ready, so a decision counts where it could start by a bisection"""
+        nodes in that order): fixed while it is ready, so a decision counts where it could start by a bisection"""
 
     def decide(self, dp: DecisionPoint) -> Decision:
         self.request = dp.request
         self.free_cores: list[float] = dp.free[:, 0].tolist()  # kept current as this decision places tasks
-        self.wanted = np.zeros(self.cp.n_nodes)
+        self.wanted = [0.0] * self.cp.n_nodes
         """cores of each node wanted by the ready tasks whose inputs are on some nodes only, kept current"""
         self.wants: dict[int, tuple[list[int], float]] = {}  # such a task -> (its nodes, its share of each)
         now, m = dp.now + EPS, self.cp.n_nodes
@@ -58,15 +58,17 @@ class SRPTLocal(SRPTHold):
             arrival = dp.data_ready_all_s(t)  # the engine's cached vector while t is ready
             known = self.arrivals.get(t)
             if known is None or known[0] is not arrival:
-                fits = dp.ever_fits(np.array([t]))[0]
-                known = (arrival, sorted(arrival[fits].tolist()), np.where(fits, arrival, np.inf))
+                fits = np.flatnonzero(dp.ever_fits(np.array([t]))[0])
+                by_arrival = fits[np.argsort(arrival[fits], kind="stable")]
+                known = (arrival, arrival[by_arrival].tolist(), by_arrival.tolist())
                 self.arrivals[t] = known
-            k = bisect_right(known[1], now)  # nodes that could hold t with its inputs there by now
+            k = bisect_right(known[1], now)  # nodes that could hold t with its inputs there by now: the first k
             if 0 < k < m:
-                nodes = np.flatnonzero(known[2] <= now).tolist()
+                nodes = sorted(known[2][:k])
                 share = self.request(t)[0] / k
                 self.wants[t] = (nodes, share)
-                self.wanted[nodes] += share
+                for n in nodes:
+                    self.wanted[n] += share
         return super().decide(dp)
 
     def assigned(self, t: int, nd: int) -> None:
@@ -75,14 +77,15 @@ class SRPTLocal(SRPTHold):
         self.arrivals.pop(t, None)  # placed: no longer ready
         if t in self.wants:
             nodes, share = self.wants.pop(t)
-            self.wanted[nodes] -= share
+            for n in nodes:
+                self.wanted[n] -= share
 
     def choose_node(self, t: int, startable: list[int]) -> int | None:
         nd = super().choose_node(t, startable)
         if nd is None:
             return None
         exec_s = self.cp.exec_s[t].tolist()
-        wanted = self.wanted.tolist()
+        wanted = list(self.wanted)
         nodes, share = self.wants.get(t, ((), 0.0))
         for n in nodes:  # what t itself wants is not room kept from it
             wanted[n] -= share
