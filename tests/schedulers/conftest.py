@@ -91,20 +91,22 @@ def nodes_of(workflows: list[Workflow], nodes: list[Node], scheduler: str) -> di
     return {cp.task_name(a.task): (cp.node_ids[a.node], a.start) for a in result.trace.attempts}
 
 
-def _room_case() -> list[Workflow]:
+def _room_case(s_first: bool = False) -> list[Workflow]:
     """P: p (10 s) then c (10 s), 100 GB between them (80 s at 1.25 GB/s); F: f (100 s); S at 10: s1 (5 s). Every
-    task takes one core."""
+    task takes one core. `s_first` lists S first, so fair's order (ties of share to the lowest workflow) serves s1
+    before c."""
     p_then_c = [Task(id="p", runtime=10.0), Task(id="c", runtime=10.0)]
     p = Workflow(name="P", tasks=p_then_c, edges=[Edge(src="p", dst="c", data=1e11)])
     s = Workflow(name="S", tasks=[Task(id="s1", runtime=5.0)], submit_time=10.0)
-    return [p, Workflow(name="F", tasks=[Task(id="f", runtime=100.0)]), s]
+    f = Workflow(name="F", tasks=[Task(id="f", runtime=100.0)])
+    return [s, p, f] if s_first else [p, f, s]
 
 
-RoomCase = Callable[[str], dict[str, tuple[str, float]]]
+RoomCase = Callable[..., dict[str, tuple[str, float]]]
 
 
 @pytest.fixture
 def room_beside_the_data() -> RoomCase:
     """`_room_case` on two 2-cpu nodes of one speed, placed by a scheduler named: task -> (node, start)."""
     nodes = [Node(id="n0", cpu=2, mem=8), Node(id="n1", cpu=2, mem=8)]
-    return lambda scheduler: nodes_of(_room_case(), nodes, scheduler)
+    return lambda scheduler, s_first=False: nodes_of(_room_case(s_first), nodes, scheduler)

@@ -1,6 +1,6 @@
 """The stream levers as hand rules, each on a tiny case worked out by hand: heSRPT's shares, `srpt_cap`'s cap as a
-priority, `fair_cap`'s hard cap, `srpt_admit`'s admission hold and `srpt_local`'s node tie-break. Cloud mode without
-noise, so the times are exact; every trace validates."""
+priority, `fair_cap`'s hard cap, `srpt_admit`'s admission hold and `srpt_local`'s node tie-break (alone and under
+`fair_cap`). Cloud mode without noise, so the times are exact; every trace validates."""
 
 from __future__ import annotations
 
@@ -141,6 +141,16 @@ def test_srpt_local_keeps_the_room_beside_a_tasks_inputs(room_beside_the_data: R
     assert local["P/p"] == hold["P/p"] == ("n0", 0.0) and local["F/f"] == hold["F/f"] == ("n0", 0.0)
 
 
+def test_fair_cap_local_keeps_the_room_beside_a_tasks_inputs(room_beside_the_data: RoomCase) -> None:
+    """The room case with S listed first: fair's order serves s1 before c at 10 (both workflows hold nothing, the
+    tie to the lowest). fair_cap puts s1 on n0 and c waits for its end; fair_cap_local, as srpt_local, keeps n0's
+    last core for c and puts s1 on n1."""
+    capped = room_beside_the_data("fair_cap", s_first=True)
+    assert capped["S/s1"] == ("n0", 10.0) and capped["P/c"] == ("n0", 15.0)
+    local = room_beside_the_data("fair_cap_local", s_first=True)
+    assert local["S/s1"] == ("n1", 10.0) and local["P/c"] == ("n0", 10.0)
+
+
 def test_srpt_local_fills_the_first_node_where_no_data_waits() -> None:
     """Without inputs anywhere it packs as srpt_hold does (first fit: the three tasks on n0), and it never takes a
     later finish: a node twice as fast gets all three though the slow one is emptier."""
@@ -155,13 +165,21 @@ def test_srpt_local_fills_the_first_node_where_no_data_waits() -> None:
     assert nodes_of(wfs, mixed, "srpt_local") == {f"a{i}": ("fast", 0.0) for i in range(3)}
 
 
-@pytest.mark.parametrize("name", ["srpt_cap", "srpt_admit", "fair_cap", "srpt_local"])
+def test_fair_cap_local_is_fair_cap_where_no_data_waits() -> None:
+    """Without inputs anywhere, on nodes of one speed, fair_cap_local places every task where fair_cap does: the
+    node rule only breaks ties that data makes."""
+    same = [Node(id="n0", cpu=2, mem=8), Node(id="n1", cpu=2, mem=8)]
+    wfs = [_independent("A", 5), _independent("B", 3, runtime_s=4.0, submit_s=2.0)]
+    assert nodes_of(wfs, same, "fair_cap_local") == nodes_of(wfs, same, "fair_cap")
+
+
+@pytest.mark.parametrize("name", ["srpt_cap", "srpt_admit", "fair_cap", "srpt_local", "fair_cap_local"])
 def test_registered(name: str) -> None:
     """Each is found by name in the one registry."""
     assert make_scheduler(name).name == name
 
 
-@pytest.mark.parametrize("name", ["srpt_cap", "srpt_admit", "fair_cap", "srpt_local"])
+@pytest.mark.parametrize("name", ["srpt_cap", "srpt_admit", "fair_cap", "srpt_local", "fair_cap_local"])
 def test_a_stream_of_analytics_jobs_runs_to_a_valid_trace(name: str) -> None:
     """Eight stages jobs at load 0.9 on homog-8 in the shared mode (noise, failures, stragglers): every task runs to
     completion and the trace validates."""
