@@ -56,12 +56,18 @@ class WeightedFairCap(WeightedFair):
         return super().decide(dp)
 
     def at_cap(self, t: int) -> bool:
+        """Only a workflow given a task in this decision can have reached its cap since `order` left out those at it."""
         w = int(self.cp.task_wf[t])
-        return one_over_cap(self.held[w], self.cap_total, self.cap_share[w])
+        return w in self.grown and one_over_cap(self.held[w], self.cap_total, self.cap_share[w])
+
+    def assigned(self, t: int, nd: int) -> None:
+        super().assigned(t, nd)
+        self.grown.add(int(self.cp.task_wf[t]))
 
     def order(self, ready: list[int]) -> Iterator[int]:
         # a workflow at its cap now stays there for this decision (what it holds only grows): its tasks go at once
         capped = over_cap(self.held, self.cap_total, self.cap_share)
         task_wf = self.cp.task_wf
         open_now = [t for t in ready if not capped[task_wf[t]]]
+        self.grown: set[int] = set()
         yield from capped_order(super().order(open_now), self.at_cap, strict=True)
