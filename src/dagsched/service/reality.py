@@ -25,8 +25,6 @@ class TaskRun(Observation):
     root_id: str
     workflow: str
     task: str
-    start_s: float
-    finish_s: float
     planned_s: float | None  # what the run's first plan predicted for it on that node (None: it ran elsewhere)
 
 
@@ -200,8 +198,6 @@ def rebuild(row: dict[str, Any], events: list[dict[str, Any]], outlier_bound: fl
                 root_id=run.root_id,
                 workflow=run.workflow,
                 task=task,
-                start_s=start,
-                finish_s=end,
                 planned_s=planned,
             )
         )
