@@ -111,11 +111,11 @@ def read_logged_problems(
     factors = Factors()
     with reading(url, "the plans table") as store:
         rows = store.plans.first_plans(environment, cutoff, max_problems)
-        labels = [] if rows else store.plans.per_environment(cutoff)
+        labels = {} if rows else store.plans.per_environment(cutoff)
         if rows and runtimes == "executed":  # calibrated by the executed runs in the window, after their audit
             factors = _executed_factors(store, environment, cutoff, now, allow_faults, outlier_bound, reality)
     if not rows:
-        present = ", ".join(f"{label} ({n})" for label, n in labels) or "none"
+        present = ", ".join(f"{label} ({n})" for label, n in labels.items()) or "none"
         raise InputError(
             "--env", f"no plans labelled '{environment}' in the store in that window; labels there: {present}"
         )

@@ -236,9 +236,8 @@ def read_runs(
     runs.sort(key=lambda r: (r.created_at, r.root_id))
     log = RunLog(runs, since, environment)
     if environment is not None:
-        log.other_environments = {
-            k: v for k, v in store.events.executed_per_environment(since).items() if k != environment
-        }
+        executed = store.plans.per_environment(since, executed=True)
+        log.other_environments = {k: v for k, v in executed.items() if k != environment}
     return log
 
 

@@ -45,17 +45,6 @@ class Events(Part):
         q = q.order_by(plans.c.created_at.desc(), plans.c.id).limit(limit)
         return self._rows(q)
 
-    def executed_per_environment(self, since: float) -> dict[str, int]:
-        """First plans with events, created at or after `since`, by environment label."""
-        has_events = sa.exists().where(events.c.root_id == plans.c.id)
-        q = (
-            sa.select(plans.c.environment, sa.func.count())
-            .where(plans.c.id == plans.c.root_id, plans.c.created_at >= since, has_events)
-            .group_by(plans.c.environment)
-        )
-        with self.engine.connect() as conn:
-            return {str(label): int(n) for label, n in conn.execute(q)}
-
     def foreign_replans(self, root_ids: list[str], environment: str) -> list[tuple[str, str, str]]:
         """(root id, plan id, label) of the re-plans of those chains stored with another environment label."""
         q = sa.select(plans.c.root_id, plans.c.id, plans.c.environment)

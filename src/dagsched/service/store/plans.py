@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from dagsched.service.refusals import NotFound
 from dagsched.service.store.engine import Part
-from dagsched.service.store.schema import decisions, plans, shadow
+from dagsched.service.store.schema import decisions, events, plans, shadow
 
 # Statements of the hot paths, built once (building one per call cost more than running it).
 _INSERT_PLAN = plans.insert()
@@ -115,16 +115,15 @@ class Plans(Part):
         )
         return self._rows(q)
 
-    def per_environment(self, since: float) -> builtins.list[tuple[str, int]]:
-        """(environment label, plans) created at or after `since`, by label."""
-        q = (
-            sa.select(plans.c.environment, sa.func.count())
-            .where(plans.c.created_at >= since)
-            .group_by(plans.c.environment)
-            .order_by(plans.c.environment)
-        )
+    def per_environment(self, since: float, executed: bool = False) -> dict[str, int]:
+        """Plans created at or after `since` by environment label, in label order; with `executed`, only the first
+        plans that have events (the executed runs)."""
+        q = sa.select(plans.c.environment, sa.func.count()).where(plans.c.created_at >= since)
+        if executed:
+            q = q.where(plans.c.id == plans.c.root_id, sa.exists().where(events.c.root_id == plans.c.id))
+        q = q.group_by(plans.c.environment).order_by(plans.c.environment)
         with self.engine.connect() as conn:
-            return [(str(label), int(n)) for label, n in conn.execute(q)]
+            return {str(label): int(n) for label, n in conn.execute(q)}
 
     def planned_node(self, workflow: str, task: str) -> str | None:
         """The node of the newest decision for (workflow, task), for the Kubernetes extender (called per pod)."""
