@@ -261,9 +261,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         data = {"plan_id": request.plan_id, "kind": request.kind, "at": request.at}
         data = _given(request, data, ("task", "node", "elapsed_s"))
         out = self.state.replanning.apply(parse(EventRequest, data), self.state.config)
-        msg = pb.EventReply(**{k: out[k] for k in ("plan_id", "root_id", "replanned", "reason", "migrated")})
-        msg.changed.update({"changed": out["changed"]})
-        return msg
+        return json_format.ParseDict({**out, "changed": {"changed": out["changed"]}}, pb.EventReply())
 
     def _authorize(self, context: grpc.aio.ServicerContext) -> None:
         """The HTTP API's bearer token, from the call's `authorization` metadata."""
