@@ -6,6 +6,7 @@ import math
 import re
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -173,7 +174,7 @@ def test_an_unchanged_policy_ties_and_is_not_uploaded(
     """lr 0: the real evaluation gives new/old = 1 on every held-out plan; nothing reaches the service or --out."""
     cfg = ft.FinetuneConfig(store=logs, model=policy_stem, holdout=0.34, rounds=1, epochs=1, lr=0.0, margin=0.0)
     with TestClient(create_app(make_settings())) as client:
-        outcome = ft.run(cfg, tmp_path / "out", http=client, token=TOKEN)
+        outcome = ft.run(cfg, tmp_path / "out", ship=partial(ft.upload, client, TOKEN))
         assert client.get("/v1/model").json()["version"] == "tiny-v1"
     assert outcome.results and all(r.ratio == 1.0 and r.old_makespan > 0 for r in outcome.results)
     assert outcome.mean_ratio == 1.0 and not outcome.shipped and outcome.version is None
@@ -188,7 +189,7 @@ def test_a_loser_is_not_uploaded(
     settings = make_settings()
     cfg = ft.FinetuneConfig(store=logs, model=policy_stem, holdout=0.34, rounds=1, epochs=1, lr=1e-3)
     with TestClient(create_app(settings)) as client:
-        outcome = ft.run(cfg, tmp_path / "out", http=client, token=TOKEN, judge=fixed_judge(1.05, []))
+        outcome = ft.run(cfg, tmp_path / "out", ship=partial(ft.upload, client, TOKEN), judge=fixed_judge(1.05, []))
         assert client.get("/v1/model").json()["version"] == "tiny-v1"
     assert outcome.mean_ratio == pytest.approx(1.05) and not outcome.shipped
     assert all(row["source"] == "shipped" for row in Store(settings.store_url).models.history())
@@ -202,7 +203,7 @@ def test_a_winner_is_uploaded_and_served(
     seen: list[Any] = []
     cfg = ft.FinetuneConfig(store=logs, model=policy_stem, holdout=0.34, rounds=1, epochs=1, lr=1e-3)
     with TestClient(create_app(settings)) as client:
-        outcome = ft.run(cfg, tmp_path / "out", http=client, token=TOKEN, judge=fixed_judge(0.9, seen))
+        outcome = ft.run(cfg, tmp_path / "out", ship=partial(ft.upload, client, TOKEN), judge=fixed_judge(0.9, seen))
         info = client.get("/v1/model").json()
         # a loaded CI machine must not turn the plan below into a HEFT fallback on the 50 ms deadline
         client.put("/v1/config", json={"decision_deadline_ms": 60_000}, headers=AUTH).raise_for_status()

@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -214,14 +213,12 @@ def upload(http: Any, token: str, stem: Path) -> str:
 def run(
     cfg: FinetuneConfig,
     out: Path | None = None,
-    http: Any = None,
-    token: str | None = None,
     judge: Callable[[Any, Any, list[LoggedProblem]], list[HeldOutResult]] = evaluate,
     now: float | None = None,
     current: Any = None,
     ship: Callable[[Path], str] | None = None,
 ) -> Outcome:
-    """Read, split, fine-tune, judge and ship (to `ship`, else `http`, else `out`) from `current` or `cfg.model`."""
+    """Read, split, fine-tune, judge and ship (to `ship`, else `out`) from `current` or `cfg.model`."""
     from dagsched.policy.files import PolicyFileError
     from dagsched.policy.priority_net import load_priority_policy, save_priority_policy
     from dagsched.rl.priority_train import finetune
@@ -277,8 +274,6 @@ def run(
     }
     saved = out / outcome.version  # <saved>.safetensors + <saved>.json, the metadata with the version and lineage
     save_priority_policy(new, saved, {"version": outcome.version, "finetune": lineage})
-    if ship is None and http is not None:
-        ship = partial(upload, http, token or "")
     if ship is None:
         outcome.destination = str(saved)
     else:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from functools import partial
 
 from dagsched.model.errors import InputError
 from dagsched.rl.finetune import FinetuneConfig
-from dagsched.service.finetune import LogRefused, Outcome, check_store_url, run
+from dagsched.service.finetune import LogRefused, Outcome, check_store_url, run, upload
 
 STAT_LABELS = {
     "problems": "{:.0f} problems",
@@ -93,7 +94,7 @@ def run_command(cfg: FinetuneConfig) -> None:
             outcome = run(cfg)
         else:
             with httpx.Client(base_url=cfg.service.rstrip("/"), timeout=60.0) as http:
-                outcome = run(cfg, http=http, token=token)
+                outcome = run(cfg, ship=partial(upload, http, token or ""))
     except LogRefused as err:
         print_refusal(err)
         raise fail(err) from None
