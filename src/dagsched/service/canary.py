@@ -130,10 +130,10 @@ class CanaryController:
         if route.arm == "candidate" and live["fallback"]:
             self.evaluate(config)
 
-    def stage_figures(self, c: Canary, fraction: float | None = None) -> dict[str, Any]:
-        """Per arm at one stage (default: the current one) the executed figures, and the paired plan comparison."""
+    def stage_figures(self, c: Canary) -> dict[str, Any]:
+        """Per arm at the current stage the executed figures, and the paired plan comparison."""
         assert c.id is not None
-        rows = self.runtime.canary_rows(c.id, c.fraction if fraction is None else fraction)
+        rows = self.runtime.canary_rows(c.id, c.fraction)
         plans = self.plans.by_ids([r["plan_id"] for r in rows])
         bound = self.live_config().calibration.outlier_bound
         runs = {run.root_id: run for run in rebuild_all(self.store, plans, bound, None)}  # what each plan's events say
@@ -176,7 +176,7 @@ class CanaryController:
             "ratio_mean": float(ratio.mean()) if len(ratio) else None,
             "ratio_ci": [lo, hi],
         }
-        return {"fraction": c.fraction if fraction is None else fraction, "arms": arms, "paired": paired}
+        return {"fraction": c.fraction, "arms": arms, "paired": paired}
 
     def verdict(self, c: Canary, figures: dict[str, Any]) -> tuple[str, str]:
         """("rollback" | "promote" | "wait", why)."""

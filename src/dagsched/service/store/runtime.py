@@ -44,10 +44,8 @@ class Runtime(Part):
     def add_canary(self, row: Mapping[str, Any]) -> None:
         self._insert(canary, created_at=time.time(), **row)
 
-    def canary_rows(self, canary_id: str, fraction: float | None = None) -> list[dict[str, Any]]:
-        q = sa.select(canary).where(canary.c.canary_id == canary_id)
-        if fraction is not None:
-            q = q.where(canary.c.fraction == fraction)
+    def canary_rows(self, canary_id: str, fraction: float) -> list[dict[str, Any]]:
+        q = sa.select(canary).where(canary.c.canary_id == canary_id, canary.c.fraction == fraction)
         return self._rows(q.order_by(canary.c.id))
 
     def canary_steps(self, canary_id: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
