@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, HTTPException, Request
 
@@ -205,6 +205,17 @@ class ServiceState:
             return f"unreachable: {type(err).__name__}"
         self.metrics.store_up.set(1)
         return None
+
+    def readiness(self) -> dict[str, Any]:
+        """Whether this replica can plan (the store answers) and which model serves, with why none does (HEFT serves):
+        what `/readyz` and gRPC `Health` answer."""
+        current = self.models.current
+        problem = self.ping_store()
+        out = {"status": "ready" if problem is None else "not ready", "model": current.version if current else None}
+        out["store"] = problem or "ok"
+        if problem is None and current is None:
+            out["fallback"] = self.models.error
+        return out
 
     def ship_model(self, weights: bytes, metadata: bytes, source: str) -> LoadedModel:
         """Validate, swap in, keep in the store and publish a policy's files; InputError leaves the model as it was."""

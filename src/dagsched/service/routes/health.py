@@ -22,14 +22,8 @@ async def healthz() -> dict[str, str]:
 @router.get("/readyz", responses={503: {"description": "the store does not answer", "model": dict}})
 def readyz(state: State) -> Any:
     """Ready when the store answers; reports whether the learned policy is loaded (HEFT serves if not)."""
-    checks: dict[str, Any] = {"model": state.models.current.version if state.models.current else None}
-    problem = state.ping_store()
-    checks["store"] = problem or "ok"
-    if problem is not None:
-        return JSONResponse({"status": "not ready", **checks}, status_code=503)
-    if state.models.current is None:
-        checks["fallback"] = state.models.error
-    return {"status": "ready", **checks}
+    readiness = state.readiness()
+    return readiness if readiness["status"] == "ready" else JSONResponse(readiness, status_code=503)
 
 
 @router.get(

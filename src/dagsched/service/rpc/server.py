@@ -249,11 +249,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     @_handler
     def Health(self, request: pb.HealthRequest, context: grpc.aio.ServicerContext) -> pb.HealthReply:  # noqa: N802
-        problem = self.state.ping_store()
-        current = self.state.models.current
-        status = "ready" if problem is None else "not ready"
-        model = current.version if current is not None else None  # None: the optional field stays unset
-        return pb.HealthReply(ready=problem is None, status=status, store=problem or "ok", model=model)
+        r = self.state.readiness()  # a model of None leaves the optional field unset
+        return pb.HealthReply(ready=r["status"] == "ready", status=r["status"], store=r["store"], model=r["model"])
 
     @_handler
     def ReportEvent(self, request: pb.Event, context: grpc.aio.ServicerContext) -> pb.EventReply:  # noqa: N802
