@@ -32,9 +32,8 @@ _HTTP_CODES = {
     403: grpc.StatusCode.PERMISSION_DENIED,
     404: grpc.StatusCode.NOT_FOUND,
     409: grpc.StatusCode.FAILED_PRECONDITION,
-    413: grpc.StatusCode.RESOURCE_EXHAUSTED,
-    422: grpc.StatusCode.INVALID_ARGUMENT,
 }
+"""The gRPC code of each `Refused` status (bad input, InputError, is INVALID_ARGUMENT on its own)."""
 
 
 def _handler(method: Callable[..., Any]) -> Callable[..., Any]:
