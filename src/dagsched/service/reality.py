@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,10 +83,8 @@ class RunLog:
         return estimate(self.observations(), sum(1 for r in self.runs if r.clean and r.tasks), settings, now)
 
     def fault_counts(self) -> dict[str, int]:
-        counts = dict.fromkeys(FAULT_KINDS, 0)
-        for f in self.faults:
-            counts[f.kind] += 1
-        return counts
+        counts = Counter(f.kind for f in self.faults)
+        return {kind: counts[kind] for kind in FAULT_KINDS}
 
 
 @dataclass(frozen=True)
