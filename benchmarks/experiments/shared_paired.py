@@ -1,11 +1,11 @@
-"""Paired figures of one scheduler against others on the shared suite's streams, per load and arrival process.
+"""Paired figures of one scheduler against others on the shared suite's streams, per load and stream family.
 
-Reads a results folder written by `dagsched bench --suite shared` and prints, per (load, arrival), or per
-(cluster, load, arrival) with `--by-cluster`, the mean over streams of A's steady-state mean completion time
-over B's on the same stream, with a 95 % bootstrap interval and the streams A is shorter on, and the same
-pairing for p95 completion and cost (ratios) and the SLA hit rate (difference); then each scheduler's mean
-steady-state SLA hit rate (the report's), p95 completion and cost. Side-by-side intervals hide how two
-schedulers differ stream by stream; this does not. Prints; asserts nothing.
+Reads a results folder written by `dagsched bench --suite shared` and prints, per (load, family: the arrival
+process and the mix), or per (cluster, load, family) with `--by-cluster`, the mean over streams of A's
+steady-state mean completion time over B's on the same stream, with a 95 % bootstrap interval and the streams A is
+shorter on, and the same pairing for p95 completion and cost (ratios) and the SLA hit rate (difference); then each
+scheduler's mean steady-state SLA hit rate (the report's), p95 completion and cost. Side-by-side intervals hide
+how two schedulers differ stream by stream; this does not. Prints; asserts nothing.
 
     .venv/bin/python benchmarks/experiments/shared_paired.py results/shared --scheduler drl --against heft,fair
 """
@@ -33,15 +33,15 @@ def main() -> None:
     per: dict[tuple[str, float, str], dict[tuple[str, int], dict[str, dict]]] = defaultdict(lambda: defaultdict(dict))
     for r in load_results(args.results, "shared"):
         if is_stream(r) and is_ok(r) and r["scheduler"] in names:
-            group = (str(r["cluster"]) if args.by_cluster else "", float(r["load"]), str(r["arrival"]))
+            # the family is the arrival process, prefixed by the mix when it is not the default one (`stages-poisson`):
+            # a cluster's streams of one arrival process and seed differ by mix
+            group = (str(r["cluster"]) if args.by_cluster else "", float(r["load"]), str(r["family"]))
             per[group][(str(r["cluster"]), int(r["seed"]))][str(r["scheduler"])] = r
-    for (cluster, load, arrival), streams in sorted(per.items()):
+    for (cluster, load, family), streams in sorted(per.items()):
         both = [s for s in streams.values() if all(n in s for n in names)]
         if not both:
             continue
-        print(
-            f"{cluster + ', ' if cluster else ''}load {load}, {arrival}: {len(both)} streams every scheduler finished"
-        )
+        print(f"{cluster + ', ' if cluster else ''}load {load}, {family}: {len(both)} streams every scheduler finished")
         for other in others:
             ratio = np.array([s[args.scheduler]["completion_mean"] / s[other]["completion_mean"] for s in both])
             low, high = bootstrap_ci(ratio)
