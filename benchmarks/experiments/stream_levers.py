@@ -17,7 +17,8 @@ imitation start), `drl_stream@PATH` (other weights), each also as `drl_stream-no
 `drl_stream-nolevers` (the cap, the admission or both switched off), `drl_stream-onenode` (one candidate node, the
 node head unused) or `drl_stream-allnodes` (every startable node a candidate, not the three earliest-finish), and
 `drl_stream-local` (the node chosen by `srpt_local`'s rule instead of the node head, as `drl_stream_levers` does:
-`drl_stream-local@levers` is it, `drl_stream@levers` the same weights with the node head).
+`drl_stream-local@levers` is it, `drl_stream@levers` the same weights with the node head); the registered
+`fair_cap_local` is the hand rule with the cap and that node rule.
 `--free-transfers` makes every transfer instant (the ablation that tells whether a rule's gain is the data's).
 `fair_cap`'s factor was chosen this way on training streams (seeds 301-302, never judged):
 

@@ -12,8 +12,8 @@ none does, to the one left with the most such room). On held-out streams of stag
 (homog-8, load 0.85, seeds 401-410) it is 0.898 and 0.931 x `srpt_hold`'s mean completion (Poisson, bursty;
 shorter on all 20) at 0.997 and 0.986 x its cost; spreading instead (worst fit: the node left with the most cores
 free), which leaves the same room by chance, was 0.901 and 0.935 at 1.090 and 1.081 x the cost. On mixed streams
-it is level with `srpt_hold` (0.985-1.007; docs/shared-cluster.md, "Room beside the data"). `drl_stream_levers` places
-by this rule.
+it is level with `srpt_hold` (0.985-1.007; docs/shared-cluster.md, "Room beside the data"). `fair_cap_local` and
+`drl_stream_levers` place by this rule.
 Source: data-local placement as delay scheduling (Zaharia et al., EuroSys 2010) seeks it, by holding room rather
 than holding tasks; `srpt_hold` (docs/shared-cluster.md) for the rest.
 Complexity: `srpt_hold`'s plus, per decision, O(log p) for each of r ready tasks (a bisection over its inputs'
@@ -37,8 +37,8 @@ from dagsched.sim.decision import Decision, DecisionPoint
 class SRPTLocal(SRPTHold):
     name = "srpt_local"
     best_for = (
-        "streams of stage-structured analytics jobs: 0.898 and 0.931 x srpt_hold's mean completion on homog-8 "
-        "(Poisson, bursty) at its cost, the shortest hand rule there; drl_stream_levers places by it"
+        "streams of stage-structured analytics jobs without a cap: 0.898 and 0.931 x srpt_hold's mean completion on "
+        "homog-8 (Poisson, bursty) at its cost; fair_cap_local and drl_stream_levers place by it"
     )
 
     def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:
