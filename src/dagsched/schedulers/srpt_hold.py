@@ -92,8 +92,8 @@ class SRPTHold(ListScheduler):
 
     def decide(self, dp: DecisionPoint) -> Decision:
         self.left = self.work_left(dp)
+        self.dp = dp  # what the holds and the node rules of subclasses read
         if self.margin is not None:  # what the holds read, kept current as this decision places tasks
-            self.dp = dp
             self.start_rows: dict[int, npt.NDArray[np.float64]] = {}
             self.first_end_s = np.full(self.cp.n_nodes, -np.inf)
             self.reserved_s = np.full(self.cp.n_nodes, -np.inf)

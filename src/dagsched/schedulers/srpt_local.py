@@ -48,7 +48,6 @@ class SRPTLocal(SRPTHold):
         nodes in that order): fixed while it is ready, so a decision counts where it could start by a bisection"""
 
     def decide(self, dp: DecisionPoint) -> Decision:
-        self.dp_local = dp
         self.request = dp.request
         self.free_cores: list[float] = dp.free[:, 0].tolist()  # kept current as this decision places tasks
         self.wanted: list[float] | None = None
@@ -60,7 +59,7 @@ class SRPTLocal(SRPTHold):
     def count_wants(self) -> list[float]:
         """`wanted` and `wants` for this decision. Counted at its first node choice, before it places anything, so
         the figures are those of its start; about half the decisions on a loaded cluster place nothing and skip it."""
-        dp = self.dp_local
+        dp = self.dp  # `srpt_hold` keeps this decision's point
         wanted = self.wanted = [0.0] * self.cp.n_nodes
         now, m = dp.now + EPS, self.cp.n_nodes
         for t in dp.ready_tasks():
