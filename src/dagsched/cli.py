@@ -170,7 +170,12 @@ def schedulers() -> None:
 def simulate(
     workflow: WorkflowOpt,
     cluster: ClusterOpt = None,
-    scheduler: Annotated[str, typer.Option("--scheduler", "-s")] = "heft",
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler", "-s", help="default: fair_cap_local for several workflows (a stream), heft for one"
+        ),
+    ] = None,
     seed: int = 1,
     classic: ClassicOpt = None,
     noise_cv: NoiseOpt = 0.0,
@@ -193,8 +198,9 @@ def simulate(
     try:
         cp = load_compiled(workflow, cluster)
         config = sim_config(_mode(classic, workflow), noise_cv, mtbf, mttr, stragglers, overrun, contention)
-        from dagsched.schedulers import make_scheduler
+        from dagsched.schedulers import default_scheduler, make_scheduler
 
+        scheduler = scheduler or default_scheduler(cp.n_workflows, _mode(classic, workflow))
         sched = make_scheduler(scheduler)
     except InputError as err:
         raise _fail(err) from None

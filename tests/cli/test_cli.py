@@ -165,3 +165,27 @@ def test_tables_print_one_number_format_and_count_the_workflows(tmp_path):
     assert comp.exit_code == 0, comp.output
     assert "3 workflows: 3 tasks on 8 nodes" in comp.output and "w1.yaml" not in comp.output
     assert "20,000" in comp.output and "e+0" not in comp.output
+
+
+def test_simulate_without_a_scheduler_uses_the_stream_rule_for_a_stream(tmp_path):
+    """Without --scheduler, several workflows sharing a cluster are dispatched by the stream rule (HEFT, a one-workflow
+    planner, was 3 x the best per stream in the shared table), one workflow or a classic file is planned by HEFT."""
+    from dagsched.schedulers import default_scheduler
+    from dagsched.schedulers.base import PLAN_SCHEDULER, STREAM_SCHEDULER
+
+    assert default_scheduler(2) == STREAM_SCHEDULER == "fair_cap_local"
+    assert default_scheduler(1) == default_scheduler(2, classic=True) == PLAN_SCHEDULER == "heft"
+    paths = []
+    for i in range(2):
+        path = tmp_path / f"w{i}.yaml"
+        path.write_text(
+            f"name: w{i}\nsubmit_time: {100 * i}\ntasks:\n  - {{id: a, runtime: 50}}\n"
+            "  - {id: b, runtime: 30, dependencies: [a]}\n"
+        )
+        paths += ["-w", str(path)]
+    stream = _json(runner.invoke(app, ["simulate", *paths, "-c", "homog-8", "--json"]))
+    assert stream["scheduler"] == "fair_cap_local" and stream["valid"] and "completion_mean" in stream
+    one = _json(runner.invoke(app, ["simulate", *paths[:2], "-c", "homog-8", "--json"]))
+    assert one["scheduler"] == "heft" and one["valid"]
+    classic = _json(runner.invoke(app, ["simulate", "-w", str(HEFT_EXAMPLE), "--json"]))
+    assert classic["scheduler"] == "heft" and classic["makespan"] == pytest.approx(80.0)

@@ -69,7 +69,14 @@ def register(app: Any) -> None:
             typer.Option("--workflow", "-w", help="workflow file (native, WfFormat); repeat for several"),
         ] = None,
         cluster: Annotated[str | None, typer.Option("--cluster", "-c", help="cluster preset name or file")] = None,
-        scheduler: Annotated[str, typer.Option("--scheduler", "-s", help="a registered scheduler, or 'ray'")] = "heft",
+        scheduler: Annotated[
+            str | None,
+            typer.Option(
+                "--scheduler",
+                "-s",
+                help="a registered scheduler, or 'ray' (default: fair_cap_local for several workflows, heft for one)",
+            ),
+        ] = None,
         ray_address: Annotated[
             str, typer.Option("--ray", help="'local': start a loopback Ray cluster shaped like --cluster; or ADDRESS")
         ] = "local",
@@ -126,7 +133,7 @@ def register(app: Any) -> None:
         from dagsched.live.journal import Journal
         from dagsched.live.recorder import LocalService, ServiceRecorder
         from dagsched.live.run import RAY_BASELINE, check_payloads, resumed_tasks, run_live, run_ray_baseline
-        from dagsched.schedulers import make_scheduler
+        from dagsched.schedulers import default_scheduler, make_scheduler
 
         journal, done_before, resumed_from = None, None, None
         try:
@@ -149,6 +156,7 @@ def register(app: Any) -> None:
             if cluster is None:
                 raise InputError("--cluster", "give the cluster the workflows run on (a preset name or a file)")
             cp = _load(workflow, cluster)
+            scheduler = scheduler or default_scheduler(cp.n_workflows)
             if scheduler != RAY_BASELINE:
                 make_scheduler(scheduler)
             elif resume is not None:

@@ -87,6 +87,19 @@ def scheduler_class(name: str) -> type[Scheduler]:
     return _REGISTRY[name]
 
 
+STREAM_SCHEDULER = "fair_cap_local"
+"""The scheduler for several workflows sharing a cluster when none is named: the shortest stream rule measured
+(docs/shared-cluster.md, "Which to use"). HEFT, the default for one workflow, was 3 x the best per stream there."""
+PLAN_SCHEDULER = "heft"
+"""The scheduler for one workflow when none is named (the service plans with `drl` by its own setting)."""
+
+
+def default_scheduler(n_workflows: int, classic: bool = False) -> str:
+    """What `dagsched simulate` and `dagsched run` use without `--scheduler`: the stream rule for a stream of several
+    workflows on a shared cluster, HEFT for one workflow or the classic model."""
+    return STREAM_SCHEDULER if n_workflows > 1 and not classic else PLAN_SCHEDULER
+
+
 def make_scheduler(name: str, service: bool = False, **provided: Any) -> Scheduler:
     """A fresh scheduler by registry name. `provided`: what the caller has for schedulers that declare a need of it
     (`Scheduler.needs`, e.g. a service's serving `policy`); a scheduler is handed only what it declares.
