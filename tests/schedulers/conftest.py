@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from dagsched.model import Cluster, CompiledProblem, Edge, Link, Node, Problem, Task, Workflow, compile_problem
-from dagsched.schedulers import simulate
+from dagsched.schedulers import Scheduler, simulate
 from dagsched.sim.config import SimConfig
 
 # Topcuoglu, Hariri and Wu (IEEE TPDS 2002), Fig. 2: execution time of each task on P1, P2, P3 ...
@@ -83,7 +83,7 @@ def two_speed_tasks() -> CompiledProblem:
     return compile_problem(Problem(workflows=[Workflow(name="w", tasks=tasks)], cluster=Cluster(nodes=nodes)))
 
 
-def nodes_of(workflows: list[Workflow], nodes: list[Node], scheduler: str) -> dict[str, tuple[str, float]]:
+def nodes_of(workflows: list[Workflow], nodes: list[Node], scheduler: str | Scheduler) -> dict[str, tuple[str, float]]:
     """Where and when each task of `workflows` on `nodes` starts under `scheduler` (cloud mode, no noise)."""
     cp = compile_problem(Problem(workflows=workflows, cluster=Cluster(nodes=nodes)))
     result = simulate(cp, scheduler, SimConfig())

@@ -11,6 +11,7 @@ from dagsched.model import Cluster, Node, Problem, Task, Workflow, compile_probl
 from dagsched.schedulers import make_scheduler, simulate
 from dagsched.schedulers.base import Scheduler
 from dagsched.schedulers.fair_cap import CAP_FACTOR, WeightedFairCap
+from dagsched.schedulers.fair_cap_local import FairCapLocal
 from dagsched.schedulers.levers import capped_order, hesrpt_shares
 from dagsched.schedulers.srpt_admit import SATURATED, SRPTAdmit
 from dagsched.schedulers.srpt_cap import SPEEDUP_P, SRPTCap
@@ -142,9 +143,9 @@ def test_srpt_local_keeps_the_room_beside_a_tasks_inputs(room_beside_the_data: R
 
 
 def test_fair_cap_local_keeps_the_room_beside_a_tasks_inputs(room_beside_the_data: RoomCase) -> None:
-    """The room case with S listed first: fair's order serves s1 before c at 10 (both workflows hold nothing, the
-    tie to the lowest). fair_cap puts s1 on n0 and c waits for its end; fair_cap_local, as srpt_local, keeps n0's
-    last core for c and puts s1 on n1."""
+    """The room case with S listed first. At 10 both workflows hold nothing: fair_cap serves the one listed first, s1,
+    puts it on n0, and c waits for its end; fair_cap_local serves c first (P has waited 10 s, S none), keeps n0's last
+    core for it, as srpt_local does, and puts s1 on n1."""
     capped = room_beside_the_data("fair_cap", s_first=True)
     assert capped["S/s1"] == ("n0", 10.0) and capped["P/c"] == ("n0", 15.0)
     local = room_beside_the_data("fair_cap_local", s_first=True)
@@ -165,12 +166,43 @@ def test_srpt_local_fills_the_first_node_where_no_data_waits() -> None:
     assert nodes_of(wfs, mixed, "srpt_local") == {f"a{i}": ("fast", 0.0) for i in range(3)}
 
 
+def test_fair_cap_local_serves_a_large_workflow_once_it_has_waited() -> None:
+    """Highest response ratio among the workflows holding nothing: A (100 s) has waited 50 s when B (10 s) arrives at
+    60, and 100 / 50 < 10 / 0: A goes first. By work left alone B would pass it, and every later small one too."""
+    one_core = [Node(id="n0", cpu=1, mem=8)]
+    wfs = [
+        _independent("H", 1, runtime_s=60.0),
+        _independent("A", 1, runtime_s=100.0, submit_s=10.0),
+        _independent("B", 1, runtime_s=10.0, submit_s=60.0),
+    ]
+    placed = nodes_of(wfs, one_core, "fair_cap_local")
+    assert placed == {"H/h0": ("n0", 0.0), "A/a0": ("n0", 60.0), "B/b0": ("n0", 160.0)}
+    by_size = FairCapLocal()
+    by_size.ties = "work_left"
+    assert nodes_of(wfs, one_core, by_size) == {"H/h0": ("n0", 0.0), "B/b0": ("n0", 60.0), "A/a0": ("n0", 70.0)}
+    by_size.ties = "size"
+    with pytest.raises(ValueError, match="ties must be one of position, work_left, response_ratio, got 'size'"):
+        nodes_of(wfs, one_core, by_size)
+
+
 def test_fair_cap_local_is_fair_cap_where_no_data_waits() -> None:
     """Without inputs anywhere, on nodes of one speed, fair_cap_local places every task where fair_cap does: the
     node rule only breaks ties that data makes."""
     same = [Node(id="n0", cpu=2, mem=8), Node(id="n1", cpu=2, mem=8)]
     wfs = [_independent("A", 5), _independent("B", 3, runtime_s=4.0, submit_s=2.0)]
     assert nodes_of(wfs, same, "fair_cap_local") == nodes_of(wfs, same, "fair_cap")
+
+
+def test_fair_cap_local_serves_the_smaller_of_the_workflows_holding_nothing() -> None:
+    """Two workflows arrive together on one core, the longer listed first. Both hold nothing, so fair's key (share x
+    work left squared) is 0 for each: fair and fair_cap serve the earlier listed, A (B waits 100 s);
+    fair_cap_local serves the one with less work left per second waited, B (the two have waited alike), and A starts
+    at 10."""
+    one_core = [Node(id="n0", cpu=1, mem=8)]
+    wfs = [_independent("A", 1, runtime_s=100.0), _independent("B", 1, runtime_s=10.0)]
+    for by_position in ("fair", "fair_cap"):
+        assert nodes_of(wfs, one_core, by_position) == {"A/a0": ("n0", 0.0), "B/b0": ("n0", 100.0)}
+    assert nodes_of(wfs, one_core, "fair_cap_local") == {"B/b0": ("n0", 0.0), "A/a0": ("n0", 10.0)}
 
 
 @pytest.mark.parametrize("name", ["srpt_cap", "srpt_admit", "fair_cap", "srpt_local", "fair_cap_local"])

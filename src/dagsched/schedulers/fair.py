@@ -14,8 +14,9 @@ default mix at load 0.85 on homog-8 and hetero-16, Poisson and bursty, seeds 101
 ratio of mean completion time to the best alpha on each stream 1.007 at alpha -2, 1.017 at -1, 1.020
 at -0.5, 1.016 at 0, 1.041 at 0.5 and 1.055 at 1 (favouring short workflows helps, a little).
 O(r log r + r p + w v) per decision for r ready tasks, p nodes and the v tasks of the w workflows
-with a ready task (their remaining work). Ties: equal keys by workflow position, equal tails by
-task index, equal finish times by the lowest node index.
+with a ready task (their remaining work). Ties: equal keys by workflow position (`ties`:
+by work left per second waited in `fair_cap_local`), equal tails by task index,
+equal finish times by the lowest node index.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from dagsched.sim.decision import Decision, DecisionPoint
 
 ALPHA = -2.0
 """Share proportional to remaining work ** ALPHA."""
+TIES = ("position", "work_left", "response_ratio")
 
 
 @register
@@ -42,8 +44,16 @@ class WeightedFair(ListScheduler):
     best_for = "shared clusters among the classic online heuristics, at every load"
     uses_seed = False
     alpha: float = ALPHA
+    ties: str = "position"
+    """How workflows of equal key are ordered: `position` (the earliest listed first), `work_left` (the least first)
+    or `response_ratio` (the least work left per second waited since arrival first). Every workflow holding nothing
+    has the key 0 whatever its size, so under load this orders the queued ones; the response ratio serves the small
+    first, as the key would, and a large one once it has waited long enough, as highest-response-ratio-next does (by
+    work left alone, a large one can wait for ever on a loaded bursty stream)."""
 
     def reset(self, cp: CompiledProblem, dp: DecisionPoint, seed: int = 0) -> None:
+        if self.ties not in TIES:
+            raise ValueError(f"ties must be one of {', '.join(TIES)}, got {self.ties!r}")
         super().reset(cp, dp, seed)
         self.work = task_work(cp)
         self.tail_s = tail_path_s(cp)
@@ -65,10 +75,16 @@ class WeightedFair(ListScheduler):
         workflows = sorted(queues)
         left = self.dp.work_left_of(self.work, np.array(workflows, dtype=np.int64))
         weight = {w: max(float(x), 1e-9) ** self.alpha for w, x in zip(workflows, left, strict=True)}
-        heap = [(self._share(w) / weight[w], w) for w in workflows]
+        tie = dict.fromkeys(workflows, 0.0)
+        if self.ties == "work_left":
+            tie = dict(zip(workflows, left.tolist(), strict=True))
+        elif self.ties == "response_ratio":
+            waited = self.dp.now - self.cp.wf_submit_s[workflows]
+            tie = {w: x / max(s, 1e-9) for w, x, s in zip(workflows, left.tolist(), waited.tolist(), strict=True)}
+        heap = [(self._share(w) / weight[w], tie[w], w) for w in workflows]
         heapq.heapify(heap)
         while heap:
-            _, w = heapq.heappop(heap)
+            _, _, w = heapq.heappop(heap)
             tasks = queues[w]
             while tasks:
                 t = tasks.pop(0)
@@ -76,7 +92,7 @@ class WeightedFair(ListScheduler):
                 yield t
                 if self._last is not None:  # placed: its share grew, it queues again behind the others
                     if tasks:
-                        heapq.heappush(heap, (self._share(w) / weight[w], w))
+                        heapq.heappush(heap, (self._share(w) / weight[w], tie[w], w))
                     break
             # a task passed over cannot start later in this decision (room only shrinks): the next one of w tries
 

@@ -33,6 +33,7 @@ class FairCapLocal(WeightedFairCap, SRPTLocal):
         "homog-8 streams (Poisson, bursty), 0.885 and 0.843 on analytics jobs alone, 0.925 on hetero-16 bursty; on "
         "nodes of several speeds with Poisson arrivals (1.022) drl_stream_levers is shorter"
     )
+    ties = "response_ratio"
 
     def work_left(self, dp: DecisionPoint) -> npt.NDArray[np.float64]:
         """`srpt_hold`'s sizes, which only its order reads: fair's order weighs the workflows with a ready task by
