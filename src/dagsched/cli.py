@@ -197,10 +197,11 @@ def simulate(
 
     try:
         cp = load_compiled(workflow, cluster)
-        config = sim_config(_mode(classic, workflow), noise_cv, mtbf, mttr, stragglers, overrun, contention)
+        classic_model = _mode(classic, workflow)  # reads every workflow file: once
+        config = sim_config(classic_model, noise_cv, mtbf, mttr, stragglers, overrun, contention)
         from dagsched.schedulers import default_scheduler, make_scheduler
 
-        scheduler = scheduler or default_scheduler(cp.n_workflows, _mode(classic, workflow))
+        scheduler = scheduler or default_scheduler(cp.n_workflows, classic_model)
         sched = make_scheduler(scheduler)
     except InputError as err:
         raise _fail(err) from None
