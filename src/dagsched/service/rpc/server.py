@@ -47,9 +47,7 @@ def _handler(method: Callable[..., Any]) -> Callable[..., Any]:
             if type(request) is Undecodable:
                 raise InputError("body", f"not a valid {request.message} message ({request.error})")
             return method(self, request, context)
-        except InputError as err:
-            code, details = grpc.StatusCode.INVALID_ARGUMENT, str(err) if err.field else err.fault
-        except k8s.ExtenderInputError as err:
+        except (InputError, k8s.ExtenderInputError) as err:  # an InputError's text is `field: fault`, or the fault
             code, details = grpc.StatusCode.INVALID_ARGUMENT, str(err)
         except Refused as err:
             code, details = _HTTP_CODES.get(err.status, grpc.StatusCode.UNKNOWN), str(err)
