@@ -168,9 +168,9 @@ class Rule:
             return False
 
 
-def compile_rule(name: str, expr: str, field: str | None = None) -> Rule:
+def compile_rule(name: str, expr: str) -> Rule:
     """Parse and check one rule; RuleError names it (`rules.<name>`) when it is outside the grammar."""
-    field = field or f"rules.{name}"
+    field = f"rules.{name}"
     if not isinstance(expr, str) or not expr.strip():
         raise RuleError(field, "a rule must be a non-empty expression string")
     if len(expr) > MAX_RULE_CHARS:
