@@ -44,12 +44,11 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def clean_stale_uploads(model_dir: Path, now: float | None = None) -> list[str]:
+def clean_stale_uploads(model_dir: Path) -> None:
     """Remove the staging folders of uploads killed half-way (of a gone process here, or stale)."""
-    now = time.time() if now is None else now
     if not model_dir.is_dir():
-        return []
-    host, me, removed = _host(), os.getpid(), []
+        return
+    now, host, me, removed = time.time(), _host(), os.getpid(), []
     for path in sorted(model_dir.glob(STAGING_PREFIX + "*")):
         if not path.is_dir():
             continue
@@ -63,7 +62,6 @@ def clean_stale_uploads(model_dir: Path, now: float | None = None) -> list[str]:
                 removed.append(path.name)
     if removed:
         log.warning("removed %d staging folder(s) of uploads killed half-way: %s", len(removed), ", ".join(removed))
-    return removed
 
 
 @dataclass(frozen=True)
@@ -176,7 +174,8 @@ class ModelManager:
             raise InputError("metadata", "version: at most 128 printable characters (it is stored and shown)")
         if not self.available():
             raise InputError("weights", "this build has no learned planner to run the policy")
-        from dagsched.policy.priority_net import FILE_FORMAT
+        from dagsched.policy.files import PolicyFileError
+        from dagsched.policy.priority_net import FILE_FORMAT, load_priority_policy
 
         fmt = meta.get("format")
         if fmt != FILE_FORMAT:
@@ -197,9 +196,6 @@ class ModelManager:
             stem = staging / "policy"
             (staging / "policy.safetensors").write_bytes(weights)
             (staging / "policy.json").write_bytes(metadata)
-            from dagsched.policy.files import PolicyFileError
-            from dagsched.policy.priority_net import load_priority_policy
-
             try:
                 policy = load_priority_policy(stem)
             except PolicyFileError as err:  # it names the file at fault: policy.json is the metadata
