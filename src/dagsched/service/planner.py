@@ -112,31 +112,29 @@ class Planner:
         except InputError as err:
             raise InputError(f"workflow.{err.field}".rstrip("."), err.fault) from None
         wf, nodes, applied = calibrate(wf, req.nodes, self.factors(config))
-        return self.plan_workflow(wf, req, config, nodes=nodes, applied=applied)
+        return self.plan_workflow(wf, req, config, nodes, applied)
 
     def plan_workflow(
         self,
         wf: Any,
         req: ScheduleRequest,
         config: RuntimeConfig,
+        nodes: list[NodeState],
+        applied: Applied,
         root_id: str | None = None,
         pins: dict[str, str] | None = None,
         avoid: dict[str, str] | None = None,
         offset_s: float = 0.0,
-        nodes: list[NodeState] | None = None,
-        applied: Applied | None = None,
         arm: str | None = None,
     ) -> Planned:
-        """Plan `wf` on `nodes` (default `req.nodes`); a re-plan passes its chain's root, pins, start and arm."""
+        """Plan `wf` on the calibrated `nodes`; a re-plan passes its chain's root, pins, start and arm."""
         t_start = time.perf_counter()
         route = None
         if req.scheduler is None and self.router is not None:
             route = self.router(wf.name, config, arm)
         requested = route.scheduler if route is not None else (req.scheduler or config.default_scheduler)
         scheduler_class(requested)  # an unknown name is refused, naming the field and the known ones
-        cp, allowed, why, rejected_nodes = build_problem(
-            wf, nodes if nodes is not None else req.nodes, config.compiled_rules, self.max_tasks, pins, avoid
-        )
+        cp, allowed, why, rejected_nodes = build_problem(wf, nodes, config.compiled_rules, self.max_tasks, pins, avoid)
         chosen = self.choose_and_run(cp, requested, config, req.nodes, route)
         assignments = self.gather_evidence(cp, chosen.result, allowed, why, offset_s, applied)
         self._observe(chosen, time.perf_counter() - t_start, route)
@@ -157,7 +155,7 @@ class Planner:
             "rejected_nodes": rejected_nodes,
             "notes": chosen.notes,
             "root_id": root_id or plan_id,
-            "calibration": applied.summary() if applied is not None else None,
+            "calibration": applied.summary(),
         }
         request_text = canonical_json(req.model_dump(mode="json"))  # digested and stored as it is: encoded once
         kept = {"environment": self.environment, "input_digest": hashlib.sha256(request_text.encode()).hexdigest()}
@@ -250,7 +248,7 @@ class Planner:
         allowed: np.ndarray,
         why: dict[tuple[int, int], str],
         offset_s: float,
-        applied: Applied | None,
+        applied: Applied,
     ) -> list[dict[str, Any]]:
         """The assignments in start order with their evidence, `offset_s` after the chain's start."""
         ev = evidence(cp, result, allowed, why, SCORE_KIND)
@@ -263,7 +261,7 @@ class Planner:
         for a in sorted((a for a in result.trace.attempts if a.outcome == "done"), key=lambda a: (a.start, a.task)):
             task, node = cp.task_ids[a.task], cp.node_ids[a.node]
             e = ev[a.task]
-            if applied is not None and (cal := applied.evidence(task, node, float(cp.exec_s[a.task, a.node]))):
+            if cal := applied.evidence(task, node, float(cp.exec_s[a.task, a.node])):
                 e["calibration"] = cal
             assignments.append(
                 {"task": task, "node": node, "start": a.start + offset_s, "finish": a.end + offset_s, "evidence": e}
