@@ -49,8 +49,8 @@ def _group(tasks: Iterable[TaskRun], key: Callable[[TaskRun], str]) -> list[dict
     ]
 
 
-def gap_report(log: RunLog, factors: Factors | None = None, points: int = POINTS) -> dict[str, Any]:
-    """The whole report as JSON-ready data."""
+def gap_report(log: RunLog, factors: Factors) -> dict[str, Any]:
+    """The whole report as JSON-ready data, with the calibration `factors` it is given."""
     tasks = log.observations()
     clean = [r for r in log.runs if r.clean]
     complete = [r for r in clean if r.achieved_makespan is not None and r.planned_makespan > 0]
@@ -96,7 +96,7 @@ def gap_report(log: RunLog, factors: Factors | None = None, points: int = POINTS
                     "achieved": r.achieved_makespan,
                     "created_at": r.created_at,
                 }
-                for r in complete[-points:]
+                for r in complete[-POINTS:]
             ],
         },
         "faults": {
@@ -105,7 +105,7 @@ def gap_report(log: RunLog, factors: Factors | None = None, points: int = POINTS
                 {"kind": f.kind, "root_id": f.root_id, "task": f.task, "detail": f.detail} for f in faults[:20]
             ],
         },
-        "calibration": factors.to_json() if factors is not None else None,
+        "calibration": factors.to_json(),
     }
 
 
@@ -161,12 +161,11 @@ def print_report(report: dict[str, Any]) -> None:
     if left or others:
         console.print(f"[yellow]left out:[/] {left}" + (f"; runs of other environments: {others}" if others else ""))
     cal = report["calibration"]
-    if cal is not None:
-        state = "active" if cal["active"] else "not active"
-        factor = [("node", r["node"], num(r["factor"]), num(r["raw"]), str(r["count"])) for r in cal["node"]]
-        factor += [
-            ("task", f"{r['task']} on {r['node_class']}", num(r["factor"]), num(r["raw"]), str(r["count"]))
-            for r in cal["task"]
-        ]
-        title = f"calibration factors ({state}: {cal['runs']} runs, floor {cal['min_runs']})"
-        show(title, ("kind", "key", "factor", "raw", "count"), factor, text=2)
+    state = "active" if cal["active"] else "not active"
+    factor = [("node", r["node"], num(r["factor"]), num(r["raw"]), str(r["count"])) for r in cal["node"]]
+    factor += [
+        ("task", f"{r['task']} on {r['node_class']}", num(r["factor"]), num(r["raw"]), str(r["count"]))
+        for r in cal["task"]
+    ]
+    title = f"calibration factors ({state}: {cal['runs']} runs, floor {cal['min_runs']})"
+    show(title, ("kind", "key", "factor", "raw", "count"), factor, text=2)
