@@ -61,5 +61,4 @@ class Events(Part):
             .where(events.c.id > after_id, events.c.created_at >= created_since)
             .order_by(events.c.id)
         )
-        with self.engine.connect() as conn:
-            return [(int(i), str(r)) for i, r in conn.execute(q)]
+        return [(int(r["id"]), str(r["root_id"])) for r in self._rows(q)]
