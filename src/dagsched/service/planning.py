@@ -103,9 +103,8 @@ class Planning:
         }
         self.plans.add_shadow(row)
         m = self.metrics
-        live_wins = row["live_makespan"] < row["shadow_makespan"] - 1e-9
-        tie = abs(row["live_makespan"] - row["shadow_makespan"]) <= 1e-9
-        m.shadow_plans.labels(winner="tie" if tie else ("live" if live_wins else "shadow")).inc()
+        diff = row["live_makespan"] - row["shadow_makespan"]  # as the shadow report tells wins and ties
+        m.shadow_plans.labels(winner="tie" if abs(diff) <= 1e-9 else ("live" if diff < 0 else "shadow")).inc()
         if row["shadow_makespan"] > 0:
             m.shadow_makespan_ratio.set(row["live_makespan"] / row["shadow_makespan"])
         if row["shadow_cost"] > 0:
