@@ -8,18 +8,18 @@ and variant it prints the mean over the streams of the ratio of steady-state mea
 to `fair`'s [95 % bootstrap interval], the streams it is shorter on, and the ratios of p95 completion and cost and
 the difference in SLA hit rate against `srpt_hold`. Prints; asserts nothing.
 
-A variant is a registered name or `name@x` with a parameter: `srpt_cap@p` (heSRPT's speed-up exponent;
-`srpt_cap_hard@p` makes its cap a hard limit, as `fair_cap`'s), `srpt_admit@u` (the busy share of cores that counts as
-saturated), `fair_cap@f` (the cap factor), `fair_cap_local@t` (how workflows of equal key are ordered: `position`,
-`work_left` or `response_ratio`, its own). The learned dispatcher: `drl_stream` (the default weights, which have no
-lever heads), `drl_stream@levers` (the weights with the cap and admission heads,
-`stream-index-v1-levers.safetensors`), `drl_stream@imitation` (the default weights' imitation start),
+A variant is a registered name or `name@x` with a parameter: `srpt_cap@p` (heSRPT's speed-up exponent; `srpt_cap_hard@p`
+makes its cap a hard limit, as `fair_cap`'s), `srpt_admit@u` (the busy share of cores that counts as saturated),
+`fair_cap@f` (the cap factor), `fair_cap_local@t` or `fair_cap_local@t:f:a` (how workflows of equal key are ordered:
+`position`, `work_left` or `response_ratio`, its own; then the cap factor and fair's alpha). The learned dispatcher:
+`drl_stream` (the default weights, which have no lever heads), `drl_stream@levers` (the weights with the cap and
+admission heads, `stream-index-v1-levers.safetensors`), `drl_stream@imitation` (the default weights' imitation start),
 `drl_stream@PATH` (other weights), each also as `drl_stream-nocap`, `drl_stream-noadmit` or `drl_stream-nolevers` (the
 cap, the admission or both switched off), `drl_stream-onenode` (one candidate node, the node head unused) or
 `drl_stream-allnodes` (every startable node a candidate, not the three earliest-finish), and `drl_stream-local` (the
 node chosen by `srpt_local`'s rule instead of the node head, as `drl_stream_levers` does: `drl_stream-local@levers` is
-it, `drl_stream@levers` the same weights with the node head); the registered `fair_cap_local` is the hand rule with
-the cap and that node rule.
+it, `drl_stream@levers` the same weights with the node head); the registered `fair_cap_local` is the hand rule with the
+cap and that node rule.
 `--free-transfers` makes every transfer instant (the ablation that tells whether a rule's gain is the data's).
 `fair_cap`'s factor was chosen this way on training streams (seeds 301-302, never judged):
 
@@ -89,9 +89,11 @@ def make(variant: str) -> Scheduler:
         return DRLStreamLevers(weights)
     if not x:
         return make_scheduler(name)
-    if name == "fair_cap_local":  # the order of the workflows holding nothing (`fair.TIES`)
-        sched = FairCapLocal()
-        sched.ties = x
+    if name == "fair_cap_local":  # the order of the workflows holding nothing (`fair.TIES`), the cap factor, alpha
+        ties, *numbers = x.split(":")
+        sched = FairCapLocal(*(float(v) for v in numbers[:1]))
+        sched.ties = ties
+        sched.alpha = float(numbers[1]) if len(numbers) > 1 else sched.alpha
         return sched
     rules: dict[str, Callable[[float], Scheduler]] = {
         "srpt_cap": lambda v: SRPTCap(p=v),
