@@ -1,51 +1,102 @@
-"""Where 0.85 x the best online heuristic's mean completion sits against what no scheduler beats by much: each
-workflow alone.
+"""How low can a stream's mean completion go: each workflow alone on the empty cluster, and a bound that counts
+contention, beside `srpt_hold`, `fair` and `fair_cap_local`; and how much of what sharing costs the stream goals
+("mean completion <= 0.95 x srpt_hold", on the stage-structured family also "<= 0.85 x fair") ask to remove.
 
-The goal asks drl for a mean workflow completion time of 0.85 x the best online heuristic's (`fair`) at load 0.85.
-On the same held-out streams this bench prints, per stream, `fair`'s steady-state mean completion and two floors
-over the same workflows (those `stream_metrics` counts):
+Each group is a cluster, an arrival process and a mix, as in `stream_levers.py` (seeds 401 and up by default: the
+held-out streams). Each stream runs the three schedulers with the same simulator seed in the `shared` mode. Two
+floors:
 
-- `alone`: each workflow run by itself on the idle cluster (submitted at 0, no other workflow) in the same `shared`
-  mode (runtime noise, stragglers, failures), the mean over `--repeats` simulator seeds, by the better on that
-  workflow of `--alone` (default HEFT, which plans ahead, and `fair`, the earliest-finish node at each decision,
-  which adapts to the noise): what the workflow takes when it never waits for another. Not a bound (neither is
-  optimal, and the runs draw their own noise and failures), the level a stream would match if sharing cost nothing;
-- `critical path`: the longest path with every task on its fastest host, no data transfers, no noise
-  (`model.graph.critical_path_fastest_s`): a bound below any run.
+- `alone`: over the workflows `stream_metrics` counts (the steady state: the first `WARMUP_FRACTION` and last
+  `DRAIN_FRACTION` of them by submission left out), each runs by itself on the empty cluster
+  (`streams.alone_problem`) at its own submission time, with the stream's simulator seed (each node fails and
+  straggles at the same instants as in the stream run) and the runtime noise its tasks drew in the stream (their
+  first attempts' factors; a retry draws afresh), under `srpt_hold`, `heft` and `srpt_local`; the shortest of the
+  three counts. Not a bound (no scheduler here is optimal alone), the level a stream would reach if sharing cost
+  nothing. What lies between a scheduler's mean and alone's is its contention delay. (The noise matters: run alone
+  with the seed's own draws, every workflow meets the same first factors, and on stage-structured jobs their mean
+  moves by some 10 %.)
+- `bound`: over all the stream's workflows (it holds for the whole stream, not a subset), on predicted runtimes, the
+  larger of the mean critical path on the fastest hosts and, per resource (cpu, memory, GPUs), the mean completion of
+  preemptive shortest-remaining-work-first on one server as fast as the whole cluster (a task holds `request x
+  runtime` at speed 1; a node serves `capacity x speed` of it per second). Any schedule of the cluster is a schedule
+  of that server with the same completions, and on one server SRPT minimises the total (Schrage 1968): no
+  scheduler's mean is below it.
 
-and the goal's 0.85 x fair over each. A goal below `alone` asks the loaded stream to finish its workflows faster than
-each finishes on an empty cluster. Over all the stream's workflows (the pooled bound holds for the whole stream,
-not for a subset of it) it also prints a lower bound on the mean completion that counts contention, on predicted
-runtimes: the larger of the mean critical path and, per resource (cpu, memory, GPUs), the mean completion of
-preemptive shortest-remaining-work-first on one server as fast as the whole cluster (a task holds `request x
-runtime` at speed 1; a node serves `capacity x speed` of it per second). Any schedule of the cluster is a schedule
-of that server with the same completions, and on one server SRPT minimises the total (Schrage 1968), so no
-scheduler's mean is below it. Asserts nothing.
+Per stream it prints each scheduler's steady-state mean completion, its ratio to alone and its contention delay, and
+the bound against each scheduler's mean over all workflows. Per group, the mean over the streams [95 % bootstrap
+interval] of each scheduler's ratio to alone and the bound's ratio to it, and the share of contention delay a goal
+asks to remove: of `srpt_hold`, 0.05 x srpt_hold / (srpt_hold - alone); of `fair_cap_local`, (fair_cap_local - 0.95
+x srpt_hold) / (fair_cap_local - alone) (negative: it is there already), and the same for 0.85 x fair. Each share
+is also given on the group's means over the streams (its interval by resampling streams): a stream whose delay is
+near 0 makes its own share huge, and the mean of the shares with it.
 
-    .venv/bin/python benchmarks/experiments/shared_cluster_floors.py --workflows 80 --load 0.85 --arrival poisson \
-        --seeds 105,106,107,108,109,110 [--repeats 3] [--alone heft,fair]
+Prints; asserts nothing. `--workers` runs streams in parallel processes; the output order does not change.
+
+    nice -n 19 .venv/bin/python benchmarks/experiments/shared_cluster_floors.py \
+        --seeds 401,402,403,404,405,406,407,408,409,410 --workflows hetero-16=150,homog-8=100
 """
 
 from __future__ import annotations
 
+import argparse
 import heapq
 import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
-from held_out_streams import generated_streams, stream_arguments
 
 from dagsched.bench.stats import bootstrap_ci
+from dagsched.generate import cluster_preset
+from dagsched.generate.streams import alone_problem, generate_stream
 from dagsched.model import compile_problem
 from dagsched.model.compiled import CompiledProblem
-from dagsched.model.entities import Problem
 from dagsched.model.graph import critical_path_fastest_s
 from dagsched.schedulers import make_scheduler
 from dagsched.sim.config import SimConfig, mode_settings
+from dagsched.sim.disruptions import Disruptions
 from dagsched.sim.engine import Simulator
-from dagsched.sim.metrics import DRAIN_FRACTION, WARMUP_FRACTION, steady_state, workflow_outcomes
+from dagsched.sim.metrics import DRAIN_FRACTION, WARMUP_FRACTION, WorkflowOutcomes, steady_state, workflow_outcomes
 
-GOAL = 0.85
-"""The goal measured against: drl's mean completion <= GOAL x the best online heuristic's."""
+GROUPS = (
+    "hetero-16:poisson:default,hetero-16:bursty:default,homog-8:poisson:default,homog-8:bursty:default,"
+    "homog-8:poisson:stages,homog-8:bursty:stages"
+)
+SCHEDULERS = ("srpt_hold", "fair", "fair_cap_local")
+ALONE = ("srpt_hold", "heft", "srpt_local")
+"""The schedulers of the runs alone: the shortest counts, per workflow."""
+GOAL = 0.95
+"""The goal measured against: mean completion <= GOAL x srpt_hold's."""
+FAIR_GOAL = 0.85
+"""The stage-structured family's second goal: mean completion <= FAIR_GOAL x fair's."""
+
+
+@dataclass(frozen=True)
+class Job:
+    group: str
+    seed: int
+    workflows: int
+    load: float
+
+
+@dataclass(frozen=True)
+class StreamResult:
+    job: Job
+    tasks: int
+    counted: int
+    mean: dict[str, float]
+    """each scheduler's mean completion over the counted workflows"""
+    mean_all: dict[str, float]
+    """each scheduler's mean completion over all the stream's workflows"""
+    bound: float
+    """`contention_bound_s` of the stream"""
+    alone: float
+    """the mean alone completion of the same workflows"""
+    shortest_by: dict[str, float]
+    """per scheduler of ALONE, the share of the counted workflows whose alone run is shortest under it (ties: the
+    first listed)"""
+    wall_s: float
 
 
 def pooled_srpt_completion_s(submit_s: np.ndarray, work: np.ndarray, rate: float) -> np.ndarray:
@@ -85,58 +136,155 @@ def contention_bound_s(cp: CompiledProblem) -> float:
     return bound
 
 
-def main() -> None:
-    ap = stream_arguments(__doc__)
-    ap.add_argument("--repeats", type=int, default=3, help="simulator seeds per workflow run alone")
-    ap.add_argument("--alone", default="heft,fair", help="schedulers of the runs alone (the better one counts)")
-    ap.add_argument("--scheduler", default="fair", help="the online heuristic the goal is measured against")
-    args = ap.parse_args()
+def run(
+    cp: CompiledProblem, config: SimConfig, seed: int, name: str, noise: list[float] | None = None
+) -> WorkflowOutcomes:
+    """One run of `name`; `noise`: the tasks' first-attempt runtime factors instead of the seed's."""
+    sim = Simulator(cp, config, seed)
+    if noise is not None:
+        sim.disruptions.first_noise = noise
+    sched = make_scheduler(name)
+    sched.reset(cp, sim.decision_point(), seed)
+    return workflow_outcomes(cp, sim.run(sched))
+
+
+def measure(job: Job) -> StreamResult:
+    """One stream: the schedulers over its steady state, and each counted workflow alone."""
+    t0 = time.perf_counter()
+    cluster, arrival, mix = job.group.split(":")
     config = SimConfig(**mode_settings("shared"))
-    alone_ratio, path_ratio, bound_ratio = [], [], []
-    for seed, stream in generated_streams(args):
-        t0 = time.perf_counter()
-        cp = compile_problem(stream.problem())
-        sim, online = Simulator(cp, config, seed), make_scheduler(args.scheduler)
-        online.reset(cp, sim.decision_point(), seed)
-        out = workflow_outcomes(cp, sim.run(online))
+    stream = generate_stream(cluster_preset(cluster), job.workflows, job.load, arrival, seed=job.seed, mix=mix)
+    cp = compile_problem(stream.problem())
+    noise = Disruptions.draw(job.seed, config, cp.n_tasks, cp.n_nodes).first_noise  # what the stream runs draw
+    mean: dict[str, float] = {}
+    mean_all: dict[str, float] = {}
+    counted = np.array([], dtype=np.int64)
+    for name in SCHEDULERS:
+        out = run(cp, config, job.seed, name)
         counted = steady_state(out.submit_s, WARMUP_FRACTION, DRAIN_FRACTION)
-        loaded = float(out.completion_s[counted].mean())
-        alone = []
-        for w in counted:
-            wf = stream.workflows[int(w)].model_copy(update={"submit_time": 0.0})
-            one = compile_problem(Problem(name=wf.name, workflows=[wf], cluster=stream.cluster))
-            means = []
-            for name in args.alone.split(","):
-                runs = []
-                for r in range(args.repeats):
-                    solo, scheduler = Simulator(one, config, 1000 * seed + r), make_scheduler(name)
-                    scheduler.reset(one, solo.decision_point(), r)
-                    runs.append(float(workflow_outcomes(one, solo.run(scheduler)).completion_s[0]))
-                means.append(np.mean(runs))
-            alone.append(min(means))
-        alone_mean = float(np.mean(alone))
-        path_mean = float(critical_path_fastest_s(cp)[counted].mean())
-        alone_ratio.append(alone_mean / loaded)
-        path_ratio.append(path_mean / loaded)
-        loaded_all, bound = float(out.completion_s.mean()), contention_bound_s(cp)
-        bound_ratio.append(bound / loaded_all)
+        mean[name] = float(out.completion_s[counted].mean())
+        mean_all[name] = float(out.completion_s.mean())
+    alone, shortest = [], [0] * len(ALONE)
+    for w in counted.tolist():
+        one = compile_problem(alone_problem(stream.workflows[w], stream.cluster))
+        own = noise[int(cp.wf_task_ptr[w]) : int(cp.wf_task_ptr[w + 1])]  # its tasks, in the same order
+        by = [float(run(one, config, job.seed, name, own).completion_s[0]) for name in ALONE]
+        alone.append(min(by))
+        shortest[int(np.argmin(by))] += 1
+    return StreamResult(
+        job=job,
+        tasks=cp.n_tasks,
+        counted=len(counted),
+        mean=mean,
+        mean_all=mean_all,
+        bound=contention_bound_s(cp),
+        alone=float(np.mean(alone)),
+        shortest_by={name: k / len(counted) for name, k in zip(ALONE, shortest, strict=True)},
+        wall_s=time.perf_counter() - t0,
+    )
+
+
+def results(jobs: list[Job], workers: int) -> Iterator[StreamResult]:
+    """Each job's result, in the jobs' order."""
+    if workers <= 1:
+        yield from map(measure, jobs)
+        return
+    with ProcessPoolExecutor(workers) as pool:
+        yield from pool.map(measure, jobs)
+
+
+def interval(values: list[float]) -> str:
+    x = np.array(values)
+    low, high = bootstrap_ci(x)
+    return f"{x.mean():.3f} [{low:.3f}, {high:.3f}]"
+
+
+def hold_asks(hold: np.ndarray, alone: np.ndarray) -> float:
+    """The share of srpt_hold's contention delay that a cut to GOAL x srpt_hold removes."""
+    return float((1 - GOAL) * hold.mean() / (hold.mean() - alone.mean()))
+
+
+def other_asks(other: np.ndarray, hold: np.ndarray, alone: np.ndarray, goal: float = GOAL) -> float:
+    """The share of another scheduler's contention delay it must remove to reach `goal` x the baseline `hold`."""
+    return float((other.mean() - goal * hold.mean()) / (other.mean() - alone.mean()))
+
+
+def fair_asks(other: np.ndarray, fair: np.ndarray, alone: np.ndarray) -> float:
+    """The share of another scheduler's contention delay it must remove to reach FAIR_GOAL x fair."""
+    return other_asks(other, fair, alone, FAIR_GOAL)
+
+
+def of_means(asks: Callable[..., float], *columns: np.ndarray) -> str:
+    """`asks` on the means over the streams [95 % bootstrap interval, the streams resampled]."""
+    low, high = bootstrap_ci(np.arange(len(columns[0])), lambda i: asks(*(c[i.astype(int)] for c in columns)))
+    return f"{asks(*columns):.3f} [{low:.3f}, {high:.3f}]"
+
+
+def summary(label: str, streams: list[StreamResult]) -> None:
+    """Means over the streams [95 % CI] of each scheduler's ratio to alone, and of what the goal asks."""
+    print(f"{label}: mean [95 % CI] over {len(streams)} streams")
+    for name in SCHEDULERS:
+        to_alone = interval([r.mean[name] / r.alone for r in streams])
+        print(f"  {name:14s} / alone {to_alone}; bound / it {interval([r.bound / r.mean_all[name] for r in streams])}")
+    hold = np.array([r.mean["srpt_hold"] for r in streams])
+    fcl = np.array([r.mean["fair_cap_local"] for r in streams])
+    fair = np.array([r.mean["fair"] for r in streams])
+    alone = np.array([r.alone for r in streams])
+    per_stream = [hold_asks(h, a) for h, a in zip(hold, alone, strict=True)]
+    print(
+        f"  {GOAL} x srpt_hold asks of srpt_hold      {interval(per_stream)} of its contention delay; "
+        f"of the means {of_means(hold_asks, hold, alone)}"
+    )
+    per_stream = [other_asks(f, h, a) for f, h, a in zip(fcl, hold, alone, strict=True)]
+    print(
+        f"  {GOAL} x srpt_hold asks of fair_cap_local {interval(per_stream)} of its contention delay; "
+        f"of the means {of_means(other_asks, fcl, hold, alone)}"
+    )
+    per_stream = [fair_asks(f, h, a) for f, h, a in zip(fcl, fair, alone, strict=True)]
+    print(
+        f"  {FAIR_GOAL} x fair asks of fair_cap_local      {interval(per_stream)} of its contention delay; "
+        f"of the means {of_means(fair_asks, fcl, fair, alone)}"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--groups", default=GROUPS, help="cluster:arrival:mix, comma-separated")
+    ap.add_argument("--workflows", default="hetero-16=150,homog-8=100", help="workflows per stream, per cluster")
+    ap.add_argument("--load", type=float, default=0.85)
+    ap.add_argument("--seeds", default="401,402,403,404,405,406,407,408,409,410")
+    ap.add_argument("--workers", type=int, default=2, help="streams run at once, in separate processes")
+    args = ap.parse_args()
+    sizes = {k: int(v) for k, v in (kv.split("=") for kv in args.workflows.split(","))}
+    seeds = [int(s) for s in args.seeds.split(",")]
+    groups = args.groups.split(",")
+    jobs = [Job(g, seed, sizes[g.split(":")[0]], args.load) for g in groups for seed in seeds]
+    by_group: dict[str, list[StreamResult]] = {g: [] for g in groups}
+    every: list[StreamResult] = []
+    for r in results(jobs, args.workers):
+        g = r.job.group
+        for name in SCHEDULERS:
+            m = r.mean[name]
+            print(
+                f"{g} seed {r.job.seed} {name:14s} mean completion {m:8.1f} s  / alone {m / r.alone:.3f}  "
+                f"contention delay {m - r.alone:8.1f} s;  all {r.mean_all[name]:8.1f} s, bound / it "
+                f"{r.bound / r.mean_all[name]:.3f}",
+                flush=True,
+            )
+        by = ", ".join(f"{name} {share:.0%}" for name, share in r.shortest_by.items())
         print(
-            f"seed {seed}: {args.scheduler} {loaded:7.1f} s  goal {GOAL * loaded:7.1f} s  "
-            f"alone {alone_mean:7.1f} s ({alone_mean / loaded:.3f} x)  "
-            f"critical path {path_mean:7.1f} s ({path_mean / loaded:.3f} x)  {len(counted)} workflows; "
-            f"all {cp.n_workflows}: {args.scheduler} {loaded_all:7.1f} s, bound {bound:7.1f} s "
-            f"({bound / loaded_all:.3f} x)  {time.perf_counter() - t0:5.1f} s",
+            f"{g} seed {r.job.seed} {'alone':14s} mean completion {r.alone:8.1f} s  (shortest by {by})  "
+            f"{r.counted} workflows counted, {r.tasks} tasks; bound {r.bound:8.1f} s  {r.wall_s:6.1f} s",
             flush=True,
         )
-    print(f"\n{args.workflows} workflows, load {args.load}, {args.arrival}, seeds {args.seeds}: / {args.scheduler}")
-    for name, ratios in (
-        ("alone", alone_ratio),
-        ("critical path", path_ratio),
-        ("bound, all wf", bound_ratio),
-    ):
-        r = np.array(ratios)
-        low, high = bootstrap_ci(r)
-        print(f"  {name:14s} {r.mean():.3f} [{low:.3f}, {high:.3f}]  (the goal: {GOAL})")
+        by_group[g].append(r)
+        every.append(r)
+        if len(by_group[g]) == len(seeds):
+            print()
+            summary(f"{g}: {r.job.workflows} workflows, load {args.load}, seeds {args.seeds}", by_group[g])
+            print()
+    if len(groups) > 1:
+        summary("every group", every)
 
 
 if __name__ == "__main__":

@@ -264,7 +264,7 @@ def generate_stream(
     workflows = []
     for (wf, source), t_s, k in zip(drawn, submit_s, class_of, strict=True):
         klass = classes[int(k)]
-        path_s = float(critical_path_fastest_s(compile_problem(_alone(wf, cluster)))[0])
+        path_s = float(critical_path_fastest_s(compile_problem(alone_problem(wf, cluster)))[0])
         tasks = [t.model_copy(update={"priority": t.priority + PRIORITY_STEP * klass.rank}) for t in wf.tasks]
         labels = {**wf.labels, "tenant": source.tenant, "class": klass.name, "source": source.kind}
         workflows.append(
@@ -280,7 +280,7 @@ def generate_stream(
     return Stream(workflows, cluster, arrival, float(load), rate, offered_load(workflows, cluster, rate))
 
 
-def _alone(wf: Workflow, cluster: Cluster) -> Problem:
+def alone_problem(wf: Workflow, cluster: Cluster) -> Problem:
     """A one-workflow problem without re-validating what is valid already (the critical path needs it compiled)."""
     return Problem.model_construct(name=wf.name, workflows=[wf], cluster=cluster)
 
