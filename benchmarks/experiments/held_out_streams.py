@@ -26,6 +26,29 @@ def stream_arguments(description: str | None) -> argparse.ArgumentParser:
     return ap
 
 
+GROUPS = (
+    "hetero-16:poisson:default,hetero-16:bursty:default,homog-8:poisson:default,homog-8:bursty:default,"
+    "homog-8:poisson:stages,homog-8:bursty:stages"
+)
+"""The judged groups of the stream goals: cluster:arrival:mix (`stages`: stage-structured analytics jobs alone)."""
+
+
+def group_arguments(description: str | None) -> argparse.ArgumentParser:
+    """The judged groups' options: which groups, workflows per stream by cluster, load, seeds (401 and up: held out
+    from every choice)."""
+    ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--groups", default=GROUPS, help="cluster:arrival:mix, comma-separated")
+    ap.add_argument("--workflows", default="hetero-16=150,homog-8=100", help="workflows per stream, per cluster")
+    ap.add_argument("--load", type=float, default=0.85)
+    ap.add_argument("--seeds", default="401,402,403,404,405,406,407,408,409,410")
+    return ap
+
+
+def workflows_by_cluster(args: argparse.Namespace) -> dict[str, int]:
+    """`--workflows` as {cluster: workflows per stream}."""
+    return {k: int(v) for k, v in (kv.split("=") for kv in args.workflows.split(","))}
+
+
 def generated_streams(
     args: argparse.Namespace, mix: str | Sequence[Source] = "default"
 ) -> Iterator[tuple[int, Stream]]:

@@ -38,7 +38,6 @@ Prints; asserts nothing. `--workers` runs streams in parallel processes; the out
 
 from __future__ import annotations
 
-import argparse
 import heapq
 import time
 from collections.abc import Callable, Iterator
@@ -46,6 +45,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
+from held_out_streams import group_arguments, workflows_by_cluster
 
 from dagsched.bench.stats import bootstrap_ci
 from dagsched.generate import cluster_preset
@@ -59,10 +59,6 @@ from dagsched.sim.disruptions import Disruptions
 from dagsched.sim.engine import Simulator
 from dagsched.sim.metrics import DRAIN_FRACTION, WARMUP_FRACTION, WorkflowOutcomes, steady_state, workflow_outcomes
 
-GROUPS = (
-    "hetero-16:poisson:default,hetero-16:bursty:default,homog-8:poisson:default,homog-8:bursty:default,"
-    "homog-8:poisson:stages,homog-8:bursty:stages"
-)
 SCHEDULERS = ("srpt_hold", "fair", "fair_cap_local")
 ALONE = ("srpt_hold", "heft", "srpt_local")
 """The schedulers of the runs alone: the shortest counts, per workflow."""
@@ -248,14 +244,10 @@ def summary(label: str, streams: list[StreamResult]) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--groups", default=GROUPS, help="cluster:arrival:mix, comma-separated")
-    ap.add_argument("--workflows", default="hetero-16=150,homog-8=100", help="workflows per stream, per cluster")
-    ap.add_argument("--load", type=float, default=0.85)
-    ap.add_argument("--seeds", default="401,402,403,404,405,406,407,408,409,410")
+    ap = group_arguments(__doc__)
     ap.add_argument("--workers", type=int, default=2, help="streams run at once, in separate processes")
     args = ap.parse_args()
-    sizes = {k: int(v) for k, v in (kv.split("=") for kv in args.workflows.split(","))}
+    sizes = workflows_by_cluster(args)
     seeds = [int(s) for s in args.seeds.split(",")]
     groups = args.groups.split(",")
     jobs = [Job(g, seed, sizes[g.split(":")[0]], args.load) for g in groups for seed in seeds]

@@ -39,12 +39,12 @@ group's command).
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections import defaultdict
 from collections.abc import Callable
 
 import numpy as np
+from held_out_streams import group_arguments, workflows_by_cluster
 
 from dagsched.bench.stats import bootstrap_ci
 from dagsched.generate import cluster_preset
@@ -63,10 +63,6 @@ from dagsched.sim.config import SimConfig, mode_settings
 from dagsched.sim.engine import Simulator
 from dagsched.sim.metrics import stream_metrics
 
-GROUPS = (
-    "hetero-16:poisson:default,hetero-16:bursty:default,homog-8:poisson:default,homog-8:bursty:default,"
-    "homog-8:poisson:stages,homog-8:bursty:stages"
-)
 VARIANTS = "srpt_hold,fair,srpt_cap,srpt_admit,fair_cap"
 
 
@@ -111,17 +107,13 @@ def paired(values: list[float], base: list[float]) -> tuple[np.ndarray, float, f
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--groups", default=GROUPS, help="cluster:arrival:mix, comma-separated")
-    ap.add_argument("--workflows", default="hetero-16=150,homog-8=100", help="workflows per stream, per cluster")
-    ap.add_argument("--load", type=float, default=0.85)
-    ap.add_argument("--seeds", default="401,402,403,404,405,406,407,408,409,410")
+    ap = group_arguments(__doc__)
     ap.add_argument("--variants", default=VARIANTS)
     ap.add_argument(
         "--free-transfers", action="store_true", help="every node at 1e18 bytes/s and no latency: data moves at once"
     )
     args = ap.parse_args()
-    sizes = {k: int(v) for k, v in (kv.split("=") for kv in args.workflows.split(","))}
+    sizes = workflows_by_cluster(args)
     seeds = [int(s) for s in args.seeds.split(",")]
     names = [v for v in args.variants.split(",") if v]
     names = list(dict.fromkeys(["srpt_hold", "fair", *names]))
