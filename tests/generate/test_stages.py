@@ -7,7 +7,7 @@ from collections import defaultdict
 import networkx as nx
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dagsched.generate import ALL_FAMILIES, FAMILIES, cluster_preset, generate_workflow
@@ -31,6 +31,7 @@ def stages_of(wf: Workflow) -> dict[int, list[str]]:
 
 @PROPERTY
 @given(n_tasks=sizes, seed=seeds)
+@example(n_tasks=802, seed=1925673443)  # 4 stages drawn, one barrier: 801 tasks for 4 x 200 of room
 def test_stage_shape_invariants(n_tasks: int, seed: int) -> None:
     """Exactly n_tasks tasks in a connected DAG of 2-20 stages of 1-200 tasks; a stage's tasks share requests and
     priority; a stage with parents has one barrier that every task of its parent stages precedes and that precedes
@@ -114,6 +115,8 @@ def test_split_sizes_and_stage_dag() -> None:
     assert sizes.sum() == 500 and sizes.tolist() == [150, 150, 200]
     assert split_sizes(3, np.array([5.0, 1.0, 1.0]), 200).tolist() == [1, 1, 1]
     assert split_sizes(600, np.ones(3), 200).tolist() == [200, 200, 200]
+    with pytest.raises(ValueError, match="cannot split 801 tasks over 4 stages"):
+        split_sizes(801, np.ones(4), 200)  # more than 4 x 200: it looped for ever
     rng = np.random.default_rng(0)
     for _ in range(50):
         n = int(rng.integers(2, 21))
@@ -121,6 +124,16 @@ def test_split_sizes_and_stage_dag() -> None:
         fed = {p for ps in parents for p in ps}
         assert fed == set(range(n - 1))
         assert all(k - 3 <= p < k for k, ps in enumerate(parents) for p in ps)
+
+
+@pytest.mark.parametrize("n_tasks", [402, 602, 802, 1002, 2002, 3802, MAX_TASKS - 1, MAX_TASKS])
+def test_a_job_of_any_size_fits_its_stages_whatever_its_join_tree(n_tasks: int) -> None:
+    """Just past k x 200 tasks, a join tree with few barriers leaves more tasks than k stages hold: the stage count
+    makes room for all but one barrier, so every seed builds its job (this one drew too few stages and looped)."""
+    for seed in range(20):
+        wf = generate_workflow("stages", n_tasks, seed)
+        assert len(wf.tasks) == n_tasks
+        assert all(1 <= len(ids) <= MAX_STAGE_TASKS for ids in stages_of(wf).values())
 
 
 @pytest.mark.parametrize(("n_tasks", "fault"), [(2, "3 to"), (MAX_TASKS + 1, "3 to")])

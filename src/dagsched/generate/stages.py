@@ -54,7 +54,8 @@ MAX_STAGE_TASKS = 200
 """Spark SQL's default shuffle partitions: the widest stage."""
 MIN_TASKS = 3
 """Two stages of one task and the barrier between them."""
-MAX_TASKS = MAX_STAGES * MAX_STAGE_TASKS + MAX_STAGES - 1
+MAX_TASKS = MAX_STAGES * MAX_STAGE_TASKS + 1
+"""20 full stages and one barrier: a join tree may have a barrier only before its sink (every other stage a root)."""
 MAX_JUMP = 3
 """A stage feeds one of the next this many stages (a shallow join tree)."""
 EXTRA_CHILD_P = 0.1
@@ -90,6 +91,8 @@ def split_sizes(total: int, weight: FloatArray, cap: int) -> IntArray:
 
     Largest remainders after one task each; what a capped stage cannot take goes to the others by weight."""
     k = len(weight)
+    if not k <= total <= k * cap:  # no split exists: the loop below would never end
+        raise ValueError(f"cannot split {total} tasks over {k} stages of 1 to {cap}")
     sizes = np.ones(k, dtype=np.int64)
     left = total - k
     while left > 0:
@@ -110,7 +113,7 @@ def split_sizes(total: int, weight: FloatArray, cap: int) -> IntArray:
 def _n_stages(n: int, rng: np.random.Generator) -> int:
     drawn = int(TPCH_STAGES[int(rng.integers(len(TPCH_STAGES)))])
     most = min(MAX_STAGES, (n + 1) // 2)  # s stages need s tasks and up to s - 1 barriers
-    least = max(MIN_STAGES, math.ceil((n + 1) / (MAX_STAGE_TASKS + 1)))
+    least = max(MIN_STAGES, math.ceil((n - 1) / MAX_STAGE_TASKS))  # the stages hold n less their barriers, >= 1
     return int(np.clip(drawn, least, most))
 
 
