@@ -1,7 +1,8 @@
 """The held-out streams the shared-cluster experiments run on, and their command-line options.
 
 Imported by the experiments beside it (`python benchmarks/experiments/dispatch_index_held_out.py` puts this
-folder first on the path). Seeds 101 and up by default: no suite and no training run uses them.
+folder first on the path). Seeds 101 and up by default (`stream_arguments`), 401 and up for the judged groups of the
+stream goals (`group_arguments`): no suite and no training run uses them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,12 @@ from dagsched.generate.streams import Source, Stream, generate_stream
 from dagsched.model import compile_problem
 from dagsched.model.compiled import CompiledProblem
 
+GROUPS = (
+    "hetero-16:poisson:default,hetero-16:bursty:default,homog-8:poisson:default,homog-8:bursty:default,"
+    "homog-8:poisson:stages,homog-8:bursty:stages"
+)
+"""The judged groups of the stream goals: cluster:arrival:mix (`stages`: stage-structured analytics jobs alone)."""
+
 
 def stream_arguments(description: str | None) -> argparse.ArgumentParser:
     """The held-out streams' options: size, load, arrivals, cluster, seeds."""
@@ -24,13 +31,6 @@ def stream_arguments(description: str | None) -> argparse.ArgumentParser:
     ap.add_argument("--cluster", default="hetero-16")
     ap.add_argument("--seeds", default="105,106,107,108,109,110")
     return ap
-
-
-GROUPS = (
-    "hetero-16:poisson:default,hetero-16:bursty:default,homog-8:poisson:default,homog-8:bursty:default,"
-    "homog-8:poisson:stages,homog-8:bursty:stages"
-)
-"""The judged groups of the stream goals: cluster:arrival:mix (`stages`: stage-structured analytics jobs alone)."""
 
 
 def group_arguments(description: str | None) -> argparse.ArgumentParser:

@@ -154,10 +154,9 @@ def measure(job: Job) -> StreamResult:
     noise = Disruptions.draw(job.seed, config, cp.n_tasks, cp.n_nodes).first_noise  # what the stream runs draw
     mean: dict[str, float] = {}
     mean_all: dict[str, float] = {}
-    counted = np.array([], dtype=np.int64)
+    counted = steady_state(cp.wf_submit_s, WARMUP_FRACTION, DRAIN_FRACTION)  # by submission: the same for every run
     for name in SCHEDULERS:
         out = run(cp, config, job.seed, name)
-        counted = steady_state(out.submit_s, WARMUP_FRACTION, DRAIN_FRACTION)
         mean[name] = float(out.completion_s[counted].mean())
         mean_all[name] = float(out.completion_s.mean())
     alone, shortest = [], [0] * len(ALONE)

@@ -55,7 +55,7 @@ MAX_STAGE_TASKS = 200
 MIN_TASKS = 3
 """Two stages of one task and the barrier between them."""
 MAX_TASKS = MAX_STAGES * MAX_STAGE_TASKS + 1
-"""20 full stages and one barrier: a join tree may have a barrier only before its sink (every other stage a root)."""
+"""20 full stages and one barrier, the fewest a join tree has (its sink's): the most every tree of 20 stages holds."""
 MAX_JUMP = 3
 """A stage feeds one of the next this many stages (a shallow join tree)."""
 EXTRA_CHILD_P = 0.1
