@@ -12,9 +12,8 @@ docs/shared-cluster.md, "The levers beside the data"). The same levers and node 
 are as short or shorter on all six held-out groups (this one is 0.996 [0.989, 1.003] x the hand rule on hetero-16
 with Poisson arrivals, 1.003-1.081 on the others): the learning adds nothing over the levers, so `fair_cap_local` is
 the stream rule to use and this one stays registered as the learned ablation ("The hand rule with the same
-levers"). `drl_stream` with its default
-weights has no lever heads, so the two levers need this name to be picked where schedulers are chosen by name (the
-benchmark, the CLI, the service).
+levers"). `drl_stream` with its default weights has no lever heads, so the two levers need this name to be picked
+where schedulers are chosen by name (the benchmark, the CLI, the service).
 Source, complexity and ties: `drl_stream`'s and `srpt_local`'s.
 """
 
