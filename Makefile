@@ -28,7 +28,7 @@ serve: $(STAMP)
 	  $(VENV)/bin/dagsched serve --host 127.0.0.1 --port $(PORT) \
 	  --grpc-port $(GRPC_PORT) --store sqlite:///results/service.sqlite --report-dir docs/results/standard-hetero-16 & pid=$$!; \
 	  trap 'kill $$pid 2>/dev/null' EXIT; trap 'kill $$pid 2>/dev/null; wait $$pid 2>/dev/null; exit 0' INT TERM; \
-	  $(PY) -m dagsched.service.demo --url http://127.0.0.1:$(PORT) --count 40; wait $$pid
+	  $(PY) -m dagsched.traffic.demo --url http://127.0.0.1:$(PORT) --count 40; wait $$pid
 
 # the gRPC service's Python stubs, committed beside their .proto (tests/service/test_grpc.py checks they match it)
 GRPC_PROTO := src/dagsched/service/rpc/dagsched.proto

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import grpc
 
-from dagsched.service.demo import sample_nodes, sample_workflow
 from dagsched.service.rpc import dagsched_pb2 as pb
 from dagsched.service.rpc.client import schedule_request
+from dagsched.traffic.demo import sample_nodes, sample_workflow
 from kit import free_port, served_model, server_cpu_s, start_server, wait_ready
 
 SCHEDULE = "/dagsched.v1.Scheduler/Schedule"

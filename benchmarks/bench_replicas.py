@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from dagsched.service.demo import sample_nodes, sample_workflow
+from dagsched.traffic.demo import sample_nodes, sample_workflow
 from kit import CALLS_PER_CONNECTION, sequential_calls, served_model, start_server, wait_ready
 
 

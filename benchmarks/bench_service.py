@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dagsched.service.demo import extender_args, sample_nodes, sample_workflow
+from dagsched.traffic.demo import extender_args, sample_nodes, sample_workflow
 from kit import (
     CALLS_PER_CONNECTION,
     Client,

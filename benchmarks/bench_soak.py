@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dagsched.service.demo import extender_args, sample_nodes, sample_workflow
+from dagsched.traffic.demo import extender_args, sample_nodes, sample_workflow
 from kit import Client, process_tree, served_model, server_rss_mib, start_server, wait_ready
 
 

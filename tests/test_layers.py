@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("rl",),
     ("live",),
     ("service",),
-    ("ui", "cli", "__main__", "__init__"),
+    ("ui", "traffic", "cli", "__main__", "__init__"),
 ]
 """Bottom to top: the vocabulary, readers, generators, the one simulator, the policy network, schedulers,
 explanations, the benchmark, training, real runs on Ray, the HTTP service, the command line."""

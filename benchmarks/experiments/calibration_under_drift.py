@@ -1,10 +1,10 @@
 """Calibrated predictions against a drifting reality: prediction error and achieved makespan, with and without.
 
 Two services in this process (one SQLite store each), one with calibration on and one off, plan the same N
-ML pipelines (`service.replay.ml_pipeline`, HEFT) on four nodes; each plan is replayed in the simulator on the
-true times (`service.replay.DRIFT`: n3 30 % slower than it declares, `model_training` 1.5 x its declared
-runtime, optional hidden noise) and its events posted to `/v1/events`, so each service learns only from what it
-is told. Prints, per arm, over the workflows planned after the calibration floor: the error of the predicted
+ML pipelines (`traffic.simulated_cluster.ml_pipeline`, HEFT) on four nodes; each plan is replayed in the simulator
+on the true times (`traffic.simulated_cluster.DRIFT`: n3 30 % slower than it declares, `model_training` 1.5 x its
+declared runtime, optional hidden noise) and its events posted to `/v1/events`, so each service learns only from
+what it is told. Prints, per arm, over the workflows planned after the calibration floor: the error of the predicted
 task runtimes against the actual ones, the error of the planned makespan against the achieved one, and the
 achieved makespan; the paired ratio calibrated / uncalibrated with a 95 % bootstrap interval; then, after the N
 workflows, the calibrated prediction of every (task, node) pair of a new workflow against the truth, and the
@@ -27,9 +27,9 @@ from dagsched.bench.stats import bootstrap_ci
 from dagsched.io import workflow_from_dict
 from dagsched.service.app import create_app
 from dagsched.service.calibration import calibrate
-from dagsched.service.replay import DRIFT, Truth, drift_nodes, execute, ml_pipeline
 from dagsched.service.schemas import NodeState
 from dagsched.service.settings import Settings
+from dagsched.traffic.simulated_cluster import DRIFT, Truth, drift_nodes, execute, ml_pipeline
 
 TOKEN = "bench-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

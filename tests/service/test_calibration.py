@@ -1,6 +1,6 @@
 """Calibrated predictions: factors fitted from executed runs, applied to plans, shown in the evidence and /v1/gap.
 
-The end-to-end test runs a simulated reality (`service.replay.DRIFT`: node n3 30 % slower than it declares,
+The end-to-end test runs a simulated reality (`traffic.simulated_cluster.DRIFT`: node n3 30 % slower than it declares,
 `model_training` tasks 1.5 x their declared runtime): every plan is replayed in the simulator on the true times
 and its events posted, so the service learns from what it is told happened."""
 
@@ -20,9 +20,9 @@ from dagsched.io import workflow_from_dict
 from dagsched.service.app import create_app
 from dagsched.service.calibration import Factor, Factors, Observation, calibrate, estimate, node_class, task_name
 from dagsched.service.config import Calibration
-from dagsched.service.replay import DRIFT, drift_nodes, ml_pipeline, plan_and_run
 from dagsched.service.schemas import NodeState
 from dagsched.service.settings import Settings
+from dagsched.traffic.simulated_cluster import DRIFT, drift_nodes, ml_pipeline, plan_and_run
 
 from .conftest import AUTH, TOKEN
 

@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from dagsched.service.finetune import in_fraction
-from dagsched.service.replay import Truth, drift_nodes, ml_pipeline, plan_and_run
+from dagsched.traffic.simulated_cluster import Truth, drift_nodes, ml_pipeline, plan_and_run
 
 from .conftest import AUTH, TOKEN, save_tiny_policy, upload_files
 

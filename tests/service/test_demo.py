@@ -9,9 +9,9 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from dagsched.service import demo
 from dagsched.service.app import create_app
 from dagsched.service.settings import Settings
+from dagsched.traffic import demo
 
 
 def test_the_demo_plans_and_ends_with_the_dashboards_address(

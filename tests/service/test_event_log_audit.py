@@ -16,10 +16,10 @@ from typer.testing import CliRunner
 from dagsched.cli import app as cli_app
 from dagsched.service.app import create_app
 from dagsched.service.reality import read_runs
-from dagsched.service.replay import Truth, drift_nodes, ml_pipeline, plan_and_run
 from dagsched.service.settings import Settings
 from dagsched.service.store import Store
 from dagsched.service.store.schema import metadata
+from dagsched.traffic.simulated_cluster import Truth, drift_nodes, ml_pipeline, plan_and_run
 
 from .conftest import TOKEN
 

@@ -18,8 +18,8 @@ from dagsched.cli import app as cli_app
 from dagsched.policy.priority_net import PriorityConfig, PriorityPolicy, load_priority_policy, save_priority_policy
 from dagsched.service import finetune as ft
 from dagsched.service.app import create_app
-from dagsched.service.replay import DRIFT, drift_nodes, ml_pipeline, plan_and_run
 from dagsched.service.settings import DEFAULT_MODEL, Settings
+from dagsched.traffic.simulated_cluster import DRIFT, drift_nodes, ml_pipeline, plan_and_run
 
 from .conftest import AUTH, TOKEN
 from .test_finetune import fixed_judge, logs  # noqa: F401  (the fixture)

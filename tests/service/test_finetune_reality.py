@@ -18,10 +18,10 @@ from dagsched.cli import app as cli_app
 from dagsched.rl.config_cli import field_docs
 from dagsched.service import finetune as ft
 from dagsched.service.app import create_app
-from dagsched.service.replay import DRIFT, drift_nodes, ml_pipeline, plan_and_run
 from dagsched.service.settings import Settings
 from dagsched.service.store import Store
 from dagsched.service.store.schema import metadata
+from dagsched.traffic.simulated_cluster import DRIFT, drift_nodes, ml_pipeline, plan_and_run
 
 from .conftest import AUTH, TOKEN
 from .test_finetune import fixed_judge

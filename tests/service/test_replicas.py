@@ -113,7 +113,7 @@ def test_a_canary_is_promoted_once_and_both_replicas_agree_on_its_stage(replica)
     """A canary started on one replica; workflows planned on either replica, their events reported to the other;
     each stage is judged and stepped once (the step numbers are unique in the store), and both replicas serve the
     same stage before the next begins, until the candidate is the default on both."""
-    from dagsched.service.replay import Truth, drift_nodes, ml_pipeline, plan_and_run
+    from dagsched.traffic.simulated_cluster import Truth, drift_nodes, ml_pipeline, plan_and_run
 
     from .test_canary import names_in
 

@@ -389,7 +389,7 @@ def test_shadow_and_report_page(page, api: httpx.Client) -> None:
 def executed(api: httpx.Client, plans: dict) -> int:
     """Eight ML pipelines planned, run on the simulated drifting cluster (n3 30 % slower, training 1.5 x) and reported
     through /v1/events: the Reality page's data. Calibration acts from the sixth on (re-estimated at every plan)."""
-    from dagsched.service.replay import DRIFT, drift_nodes, ml_pipeline, plan_and_run
+    from dagsched.traffic.simulated_cluster import DRIFT, drift_nodes, ml_pipeline, plan_and_run
 
     config = api.get("/v1/config").json()
     config["calibration"]["refresh_s"] = 0

@@ -1,5 +1,5 @@
 """A simulated cluster that differs from what requests declare: it runs each plan on the true runtimes and reports
-what happened (for the calibration tests and benchmark, and `service.demo`).
+what happened (for the calibration tests and benchmark, and `traffic.demo`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A demo client: submits sample workflows to a running service so plans, decisions and metrics fill up.
 
-python -m dagsched.service.demo --url http://127.0.0.1:8080 --count 20
+python -m dagsched.traffic.demo --url http://127.0.0.1:8080 --count 20
 """
 
 from __future__ import annotations
@@ -103,10 +103,11 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def executed(client: httpx.Client, count: int) -> None:
-    """Plan and run `count` ML pipelines on a drifting simulated cluster (`replay.DRIFT`), reporting their events."""
+    """Plan and run `count` ML pipelines on a drifting simulated cluster (`simulated_cluster.DRIFT`), reporting
+    their events."""
     import os
 
-    from dagsched.service.replay import DRIFT, drift_nodes, ml_pipeline, plan_and_run
+    from dagsched.traffic.simulated_cluster import DRIFT, drift_nodes, ml_pipeline, plan_and_run
 
     token = os.environ.get("DAGSCHED_API_TOKEN")
     if not token or count <= 0:
