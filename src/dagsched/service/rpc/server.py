@@ -215,15 +215,13 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     def Filter(self, request: pb.ExtenderArgs, context: grpc.aio.ServicerContext) -> pb.FilterResult:  # noqa: N802
         with self.state.metrics.k8s_call("filter"):
             result = k8s.filter_nodes(self._extender_args(request), self.state.config.compiled_rules)
-        msg = pb.FilterResult(
-            nodenames=result["nodenames"] or [],
+        return pb.FilterResult(
+            nodes=result["nodes"],  # None (the names were given): left unset
+            nodenames=result["nodenames"],
             failed_nodes=result["failedNodes"],
             failed_and_unresolvable_nodes=result["failedAndUnresolvableNodes"],
             error=result["error"],
         )
-        if result["nodes"] is not None:
-            msg.nodes.update(result["nodes"])
-        return msg
 
     @_handler
     def Prioritize(self, request: pb.ExtenderArgs, context: grpc.aio.ServicerContext) -> pb.HostPriorityList:  # noqa: N802
@@ -240,9 +238,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         state = self.state
         out = explaining.explain(request.plan_id, task, state.store.plans, state.models, state.config)
         data = ExplainResponse.model_validate(out).model_dump(mode="json")  # as the HTTP route answers it
-        msg = pb.Explanation(plan_id=request.plan_id, scheduler=data["scheduler"])
-        msg.explanation.update(data)
-        return msg
+        return pb.Explanation(plan_id=request.plan_id, scheduler=data["scheduler"], explanation=data)
 
     @_handler
     def Health(self, request: pb.HealthRequest, context: grpc.aio.ServicerContext) -> pb.HealthReply:  # noqa: N802
@@ -271,14 +267,11 @@ class Server:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="dagsched-grpc", daemon=True)
         self.thread.start()
-        why = "port in use"
         try:
             self.port = asyncio.run_coroutine_threadsafe(self._serve(state, f"{host}:{port}"), self.loop).result(60)
-        except Exception as err:  # noqa: BLE001  (said below, as why it cannot listen)
-            self.port, why = 0, str(err) or type(err).__name__
-        if not self.port:
+        except Exception as err:  # noqa: BLE001  (said as why it cannot listen)
             self.loop.call_soon_threadsafe(self.loop.stop)
-            raise RuntimeError(f"gRPC: cannot listen on {host}:{port}: {why}")
+            raise RuntimeError(f"gRPC: cannot listen on {host}:{port}: {str(err) or type(err).__name__}") from None
         log.info("gRPC on %s:%d", host, self.port)
 
     async def _serve(self, state: ServiceState, address: str) -> int:
