@@ -79,17 +79,13 @@ def report(state: State) -> dict[str, Any]:
     folder = _report_dir(state)
     if folder is None:
         return {"available": False, "title": None, "figures": []}
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in REPORT_FIGURES)
-    title = None
+    names = sorted(
+        p.relative_to(folder) for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in REPORT_FIGURES
+    )
     md = folder / "report.md"
-    if md.is_file():
-        first = md.read_text(encoding="utf-8", errors="replace").lstrip().splitlines()[:1]
-        title = first[0].lstrip("# ").strip() if first else None
-    figures = [
-        {"name": str(p.relative_to(folder)), "url": f"/v1/report/files/{p.relative_to(folder).as_posix()}"}
-        for p in files
-    ]
-    return {"available": True, "title": title, "figures": figures}
+    lines = md.read_text(encoding="utf-8", errors="replace").lstrip().splitlines() if md.is_file() else []
+    figures = [{"name": str(n), "url": f"/v1/report/files/{n.as_posix()}"} for n in names]
+    return {"available": True, "title": lines[0].lstrip("# ").strip() if lines else None, "figures": figures}
 
 
 @router.get("/v1/report/files/{name:path}")
