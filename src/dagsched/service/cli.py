@@ -159,11 +159,13 @@ def gap(
 
 def register(app: typer.Typer) -> None:
     """Add `serve`, `gap` and `finetune` to a Typer app (the `dagsched` command)."""
-    from dagsched.service.finetune_cli import finetune_command
+    from dagsched.rl.config_cli import command_from_config
+    from dagsched.rl.finetune import FinetuneConfig
+    from dagsched.service.finetune_cli import run_command
 
     app.command("serve")(serve)
     app.command("gap")(gap)
-    app.command("finetune")(finetune_command())
+    app.command("finetune")(command_from_config(FinetuneConfig, run_command))  # its options: FinetuneConfig's fields
 
 
 if __name__ == "__main__":

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from functools import partial
 
 from dagsched.model.errors import InputError
@@ -103,10 +102,3 @@ def run_command(cfg: FinetuneConfig) -> None:
     report(outcome, cfg)
     if outcome.upload_error is not None:
         raise typer.Exit(1)
-
-
-def finetune_command() -> Callable[..., None]:
-    """The `dagsched finetune` command, its options generated from FinetuneConfig."""
-    from dagsched.rl.config_cli import command_from_config
-
-    return command_from_config(FinetuneConfig, run_command)
