@@ -8,11 +8,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dagsched.model.entities import MAX_PRICE_PER_HOUR, Identifier
+from dagsched.model.entities import MAX_PRICE_PER_HOUR, Identifier, NonNegative, NonNegativeInt, Positive
 from dagsched.sim.objective import ObjectiveWeights
-
-NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
 class Strict(BaseModel):
@@ -26,7 +23,7 @@ class FreeCapacity(Strict):
 
     cpu: NonNegative
     mem: NonNegative = 0.0
-    gpu: Annotated[int, Field(ge=0)] = 0
+    gpu: NonNegativeInt = 0
 
 
 class NodeState(Strict):
@@ -35,7 +32,7 @@ class NodeState(Strict):
     id: Identifier
     cpu: Positive = Field(description="total cores")
     mem: NonNegative = Field(0.0, description="total GiB")
-    gpu: Annotated[int, Field(ge=0)] = 0
+    gpu: NonNegativeInt = 0
     speed: Positive = 1.0
     price_per_hour: NonNegative = Field(0.0, le=MAX_PRICE_PER_HOUR, description="price per hour the node is up")
     bandwidth: Positive = Field(1.25e9, description="bytes per second")
