@@ -247,16 +247,12 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     @_handler
     def ReportEvent(self, request: pb.Event, context: grpc.aio.ServicerContext) -> pb.EventReply:  # noqa: N802
-        self._authorize(context)
+        header = str(dict(context.invocation_metadata()).get("authorization", ""))  # the HTTP API's bearer token
+        check_bearer(self.state.settings.api_token, header, "metadata authorization")
         data = {"plan_id": request.plan_id, "kind": request.kind, "at": request.at}
         data = _given(request, data, ("task", "node", "elapsed_s"))
         out = self.state.replanning.apply(parse(EventRequest, data), self.state.config)
         return json_format.ParseDict({**out, "changed": {"changed": out["changed"]}}, pb.EventReply())
-
-    def _authorize(self, context: grpc.aio.ServicerContext) -> None:
-        """The HTTP API's bearer token, from the call's `authorization` metadata."""
-        header = str(dict(context.invocation_metadata()).get("authorization", ""))
-        check_bearer(self.state.settings.api_token, header, "metadata authorization")
 
 
 class Server:
