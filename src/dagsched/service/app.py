@@ -19,7 +19,7 @@ from fastapi.staticfiles import StaticFiles
 from dagsched.service import errors
 from dagsched.service.middleware import LimitsAndMetrics
 from dagsched.service.routes import config, events, health, k8s, model, plans, reality, schedule, shadow, stats
-from dagsched.service.settings import Settings, get_settings
+from dagsched.service.settings import Settings
 from dagsched.service.state import ServiceState, require_token
 
 log = logging.getLogger("dagsched.service")
@@ -30,7 +30,7 @@ UI_DIR = Path(__file__).resolve().parent.parent / "ui"
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The service app; `settings` default to the environment (DAGSCHED_*)."""
-    settings = settings or get_settings()
+    settings = settings or Settings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -4,7 +4,6 @@ changes at run time is the runtime config (`service.config`).
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 
 from pydantic import Field, SecretStr
@@ -43,9 +42,3 @@ class Settings(BaseSettings):
     report_dir: Path | None = Field(
         None, description="a benchmark report folder (`dagsched report --out`) whose figures the dashboard shows"
     )
-
-
-@lru_cache
-def get_settings() -> Settings:
-    """The process settings (cached; tests build their own and pass them to `create_app`)."""
-    return Settings()
