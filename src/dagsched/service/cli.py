@@ -133,7 +133,6 @@ def gap(
     """The gap between plan and reality in a decision store: actual/declared runtime per task name, workflow, node
     and node class, transfer delays, failure and overrun rates, makespan planned against achieved, and the
     calibration factors those runs give (default settings). Exit 2 on bad input; the store is only read."""
-    import json
     import time
 
     from dagsched.console import console, fail, parse_duration
@@ -152,7 +151,7 @@ def gap(
         raise fail(err) from None
     report = gap_report(log, log.factors(settings, now))
     if as_json:
-        console.print_json(json.dumps(report))
+        console.print_json(data=report)
     else:
         print_report(report)
 
