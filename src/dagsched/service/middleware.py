@@ -51,8 +51,7 @@ class LimitsAndMetrics:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        query = scope.get("query_string", b"").lower()
-        nul_in = "path" if "\x00" in scope["path"] else "query" if b"%00" in query else None
+        nul_in = "path" if "\x00" in scope["path"] else "query" if b"%00" in scope.get("query_string", b"") else None
         limit = self.max_upload if scope["path"] == UPLOAD_PATH else self.max_body
         status = {"code": 500, "started": False}
         declared = next((v for k, v in scope.get("headers") or () if k == b"content-length"), None)
