@@ -39,8 +39,7 @@ def schedule_request(body: dict[str, Any]) -> pb.ScheduleRequest:
         msg.workflow.CopyFrom(workflow_message(wf))
     else:
         msg.document.update(wf)
-    for n in body["nodes"]:
-        msg.nodes.append(json_format.ParseDict(n, pb.NodeState()))
+    msg.nodes.extend(json_format.ParseDict(n, pb.NodeState()) for n in body["nodes"])
     if body.get("weights"):
         msg.weights.CopyFrom(json_format.ParseDict(body["weights"], pb.ObjectiveWeights()))
     return msg
