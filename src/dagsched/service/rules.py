@@ -129,9 +129,7 @@ def _eval(node: ast.AST, env: Mapping[str, Mapping[str, Any]]) -> Any:
         labels = _eval(node.value, env)
         return labels.get(node.slice.value, "")  # type: ignore[attr-defined]
     if isinstance(node, ast.BoolOp):
-        if isinstance(node.op, ast.And):
-            return all(_eval(v, env) for v in node.values)
-        return any(_eval(v, env) for v in node.values)
+        return (all if isinstance(node.op, ast.And) else any)(_eval(v, env) for v in node.values)
     if isinstance(node, ast.UnaryOp):
         value = _eval(node.operand, env)
         if isinstance(node.op, ast.Not):
@@ -190,7 +188,4 @@ def compile_rules(rules: Mapping[str, str]) -> list[Rule]:
 
 def failing_rule(rules: list[Rule], node: Mapping[str, Any], task: Mapping[str, Any]) -> Rule | None:
     """The first rule the (node, task) pair breaks, or None when it passes all of them."""
-    for rule in rules:
-        if not rule(node, task):
-            return rule
-    return None
+    return next((rule for rule in rules if not rule(node, task)), None)
