@@ -21,8 +21,8 @@ class Runtime(Part):
 
     def publish(
         self, model_sha256: str | None = None, model_source: str | None = None, config: dict[str, Any] | None = None
-    ) -> int:
-        """Change what every replica serves (the fields given; the others stay) and bump the revision: returns it."""
+    ) -> None:
+        """Change what every replica serves (the fields given; the others stay) and bump the revision."""
         values: dict[str, Any] = {"updated_at": time.time()}
         if model_sha256 is not None:
             values |= {"model_sha256": model_sha256, "model_source": model_source}
@@ -35,11 +35,10 @@ class Runtime(Part):
                     done = conn.execute(q.values(revision=serving.c.revision + 1, **values))
                     if done.rowcount == 0:
                         conn.execute(serving.insert().values(key="live", revision=1, **values))
-                    return int(conn.execute(sa.select(serving.c.revision).where(serving.c.key == "live")).scalar_one())
+                return
             except sa.exc.IntegrityError:  # two replicas created the row at once: the update finds it now
                 if attempt == 19:
                     raise
-        raise AssertionError("unreachable")
 
     def add_canary(self, row: Mapping[str, Any]) -> None:
         self._insert(canary, created_at=time.time(), **row)
