@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import sqlalchemy as sa
@@ -16,20 +17,17 @@ class Leases(Part):
     def take(self, name: str, holder: str, seconds: float) -> bool:
         """Hold `name` for `seconds` unless another holder's lease is still running; True when held."""
         now = time.time()
-        try:
-            with self.engine.begin() as conn:
-                done = conn.execute(
-                    leases.update()
-                    .where(leases.c.name == name, sa.or_(leases.c.until < now, leases.c.holder == holder))
-                    .values(holder=holder, until=now + seconds)
-                )
-                if done.rowcount:
-                    return True
-                if conn.execute(sa.select(leases.c.name).where(leases.c.name == name)).first() is None:
-                    conn.execute(leases.insert().values(name=name, holder=holder, until=now + seconds))
-                    return True
-        except sa.exc.IntegrityError:
-            return False
+        with contextlib.suppress(sa.exc.IntegrityError), self.engine.begin() as conn:  # another holder inserted first
+            done = conn.execute(
+                leases.update()
+                .where(leases.c.name == name, sa.or_(leases.c.until < now, leases.c.holder == holder))
+                .values(holder=holder, until=now + seconds)
+            )
+            if done.rowcount:
+                return True
+            if conn.execute(sa.select(leases.c.name).where(leases.c.name == name)).first() is None:
+                conn.execute(leases.insert().values(name=name, holder=holder, until=now + seconds))
+                return True
         return False
 
     def release(self, name: str, holder: str) -> None:
