@@ -76,8 +76,12 @@ class LoadedModel:
     meta: dict[str, Any] = field(repr=False)
 
 
-def _smoke_problem() -> Any:
+def smoke_test(policy: Any) -> None:
+    """Plan a small fixed problem with the policy; raise InputError if it cannot (non-finite scores, invalid plan)."""
     from dagsched.model import Cluster, Node, Problem, Task, Workflow, compile_problem
+    from dagsched.policy.priority_features import task_features
+    from dagsched.schedulers import simulate
+    from dagsched.schedulers.priority_sampling import PrioritySampling
 
     wf = Workflow(
         name="smoke",
@@ -85,16 +89,7 @@ def _smoke_problem() -> Any:
         edges=[{"src": "t0", "dst": "t1"}, {"src": "t0", "dst": "t2"}, {"src": "t1", "dst": "t3"}],
     )
     cluster = Cluster(nodes=[Node(id="a", cpu=2, mem=4), Node(id="b", cpu=1, mem=4, speed=2.0)])
-    return compile_problem(Problem(workflows=[wf], cluster=cluster))
-
-
-def smoke_test(policy: Any) -> None:
-    """Plan a small fixed problem with the policy; raise InputError if it cannot (non-finite scores, invalid plan)."""
-    from dagsched.policy.priority_features import task_features
-    from dagsched.schedulers import simulate
-    from dagsched.schedulers.priority_sampling import PrioritySampling
-
-    cp = _smoke_problem()
+    cp = compile_problem(Problem(workflows=[wf], cluster=cluster))
     if not np.isfinite(policy.scores(task_features(cp, False))).all():
         raise InputError("weights", "smoke inference gave non-finite scores: the weights are unusable")
     result = simulate(cp, PrioritySampling(policy=policy, samples=4), validate=True)
@@ -228,10 +223,8 @@ class ModelManager:
     def _serve(self, policy: Any, meta: dict[str, Any], source: str) -> LoadedModel:
         """Make `policy` the serving one, the one it replaces the previous."""
         loaded = LoadedModel(policy, version_of(meta), meta["sha256"], time.time(), source, meta)
-        with self._lock:
-            if self.current is not None:
-                self.previous = self.current
-            self.current = loaded
+        with self._lock:  # (no model yet: no previous one either)
+            self.current, self.previous = loaded, self.current
             self.error = None
         return loaded
 
