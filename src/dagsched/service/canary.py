@@ -149,7 +149,6 @@ class CanaryController:
                 achieved.append(run.achieved_makespan)
                 if default_plan:
                     normalised.append(run.achieved_makespan / default_plan)
-            lo, hi = bootstrap_ci(normalised) if normalised else (None, None)
             arms[arm] = {
                 "plans": len(mine),
                 "fallbacks": sum(1 for r in mine if r["fallback"]),
@@ -157,7 +156,7 @@ class CanaryController:
                 "plan_makespan_mean": float(np.mean([r["live_makespan"] for r in mine])) if mine else None,
                 "achieved_makespan_mean": float(np.mean(achieved)) if achieved else None,
                 "normalised_mean": float(np.mean(normalised)) if normalised else None,
-                "normalised_ci": [lo, hi],
+                "normalised_ci": list(bootstrap_ci(normalised)) if normalised else [None, None],
             }
         pairs = [
             (r["live_makespan"], r["other_makespan"])
@@ -167,14 +166,13 @@ class CanaryController:
             if r["other_makespan"]
         ]
         ratio = np.array([cand / dflt for cand, dflt in pairs if dflt > 0])
-        lo, hi = bootstrap_ci(ratio) if len(ratio) else (None, None)
         paired = {
             "plans": len(ratio),
             "candidate_wins": int((ratio < 1 - 1e-9).sum()),
             "ties": int((np.abs(ratio - 1) <= 1e-9).sum()),
             "default_wins": int((ratio > 1 + 1e-9).sum()),
             "ratio_mean": float(ratio.mean()) if len(ratio) else None,
-            "ratio_ci": [lo, hi],
+            "ratio_ci": list(bootstrap_ci(ratio)) if len(ratio) else [None, None],
         }
         return {"fraction": c.fraction, "arms": arms, "paired": paired}
 
@@ -279,12 +277,11 @@ class CanaryController:
         if c is not None and c.id is not None:
             figures = self.stage_figures(c)
             action, reason = self.verdict(c, figures)
-            steps = self.runtime.canary_steps(c.id)
             return {
                 "canary": c.model_dump(),
                 "stage": figures,
                 "verdict": {"action": action, "reason": reason},
-                "steps": steps,
+                "steps": self.runtime.canary_steps(c.id),
             }
         latest = self.runtime.canary_steps(None, limit=1)
         steps = self.runtime.canary_steps(latest[0]["canary_id"]) if latest else []
