@@ -270,13 +270,7 @@ class RunCache:
                 del self.runs[root]
             return sorted(self.runs.values(), key=lambda r: (r.created_at, r.root_id))[-limit:]
 
-
-def calibration_reader(store: Any, environment: str) -> Any:
-    """A `Calibrator`'s `read(settings, now)`: clean observations in the window and their run count."""
-    cache = RunCache(store, environment)
-
-    def read(settings: Any, now: float) -> tuple[list[Observation], int]:
-        runs = [r for r in cache.read(now - settings.window_s, settings.max_runs, settings.outlier_bound) if r.clean]
+    def observations(self, settings: Any, now: float) -> tuple[list[Observation], int]:
+        """A `Calibrator`'s `read(settings, now)`: clean observations in the window and their run count."""
+        runs = [r for r in self.read(now - settings.window_s, settings.max_runs, settings.outlier_bound) if r.clean]
         return [t for r in runs for t in r.tasks], sum(1 for r in runs if r.tasks)
-
-    return read

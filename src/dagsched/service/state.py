@@ -20,7 +20,7 @@ from dagsched.service.models import LoadedModel, ModelManager, safe_name
 from dagsched.service.online import OnlineFinetuner
 from dagsched.service.planner import Planner
 from dagsched.service.planning import Planning
-from dagsched.service.reality import calibration_reader
+from dagsched.service.reality import RunCache
 from dagsched.service.refusals import check_bearer
 from dagsched.service.replanning import Replanning
 from dagsched.service.settings import Settings
@@ -47,7 +47,7 @@ class ServiceState:
             self.adopt(self.models.current, self.models.current.source)
         else:
             log.warning("%s; /v1/schedule falls back to HEFT", self.models.error)
-        self.calibrator = Calibrator(calibration_reader(self.store, settings.environment))
+        self.calibrator = Calibrator(RunCache(self.store, settings.environment).observations)
         self.planner = Planner(
             self.models, self.metrics, settings.environment, settings.max_tasks, calibrator=self.calibrator
         )
