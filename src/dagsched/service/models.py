@@ -46,8 +46,6 @@ def _pid_alive(pid: int) -> bool:
 
 def clean_stale_uploads(model_dir: Path) -> None:
     """Remove the staging folders of uploads killed half-way (of a gone process here, or stale)."""
-    if not model_dir.is_dir():
-        return
     now, host, me, removed = time.time(), _host(), os.getpid(), []
     for path in sorted(model_dir.glob(STAGING_PREFIX + "*")):
         if not path.is_dir():
