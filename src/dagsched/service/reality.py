@@ -218,11 +218,10 @@ def rebuild_all(store: Any, rows: list[dict[str, Any]], outlier_bound: float, en
     runs = [rebuild(r, events[r["id"]], outlier_bound) for r in rows]
     by_root = {r.root_id: r for r in runs}
     foreign = store.events.foreign_replans(list(by_root), environment) if environment is not None else []
-    for root, plan, label in foreign:
-        if root in by_root:
-            run = by_root[root]
-            detail = f"re-plan {plan[:12]} was stored with the label '{label}', not '{run.environment}'"
-            run.faults.append(Fault("other_environment", root, None, detail))
+    for root, plan, label in foreign:  # re-plans of these chains only
+        run = by_root[root]
+        detail = f"re-plan {plan[:12]} was stored with the label '{label}', not '{run.environment}'"
+        run.faults.append(Fault("other_environment", root, None, detail))
     return runs
 
 
