@@ -129,9 +129,7 @@ class Planner:
     ) -> Planned:
         """Plan `wf` on the calibrated `nodes`; a re-plan passes its chain's root, pins, start and arm."""
         t_start = time.perf_counter()
-        route = None
-        if req.scheduler is None and self.router is not None:
-            route = self.router(wf.name, config, arm)
+        route = self.router(wf.name, config, arm) if req.scheduler is None and self.router is not None else None
         requested = route.scheduler if route is not None else (req.scheduler or config.default_scheduler)
         scheduler_class(requested)  # an unknown name is refused, naming the field and the known ones
         cp, allowed, why, rejected_nodes = build_problem(wf, nodes, config.compiled_rules, self.max_tasks, pins, avoid)
