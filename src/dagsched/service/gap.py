@@ -58,7 +58,6 @@ def gap_report(log: RunLog, factors: Factors) -> dict[str, Any]:
     failed = sum(r.ran.failed for r in clean)
     over = sum(1 for t in tasks if overran(t.actual_s, t.predicted_s))
     transfers = [(p, s) for r in clean for p, s in r.transfers if p > 0]
-    faults = log.faults
     return {
         "since": log.since,
         "environment": log.environment,
@@ -102,7 +101,7 @@ def gap_report(log: RunLog, factors: Factors) -> dict[str, Any]:
         "faults": {
             "counts": log.fault_counts(),
             "examples": [
-                {"kind": f.kind, "root_id": f.root_id, "task": f.task, "detail": f.detail} for f in faults[:20]
+                {"kind": f.kind, "root_id": f.root_id, "task": f.task, "detail": f.detail} for f in log.faults[:20]
             ],
         },
         "calibration": factors.to_json(),
