@@ -72,8 +72,7 @@ class Replanning:
 
         changed: list[dict[str, Any]] = []
         new_id = latest["id"]
-        canary = config.canary
-        in_canary = canary is not None and root["response"].get("canary") == canary.id
+        in_canary = config.canary is not None and root["response"].get("canary") == config.canary.id
         if replan:  # in the arm of the chain's first plan while its canary runs (else the routing decides anew)
             arm = root["response"].get("arm") if in_canary else None
             result = self._replan(root, latest["id"], after, body, config, arm)
