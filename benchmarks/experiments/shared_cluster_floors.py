@@ -225,21 +225,13 @@ def summary(label: str, streams: list[StreamResult]) -> None:
     fcl = np.array([r.mean["fair_cap_local"] for r in streams])
     fair = np.array([r.mean["fair"] for r in streams])
     alone = np.array([r.alone for r in streams])
-    per_stream = [hold_asks(h, a) for h, a in zip(hold, alone, strict=True)]
-    print(
-        f"  {GOAL} x srpt_hold asks of srpt_hold      {interval(per_stream)} of its contention delay; "
-        f"of the means {of_means(hold_asks, hold, alone)}"
-    )
-    per_stream = [other_asks(f, h, a) for f, h, a in zip(fcl, hold, alone, strict=True)]
-    print(
-        f"  {GOAL} x srpt_hold asks of fair_cap_local {interval(per_stream)} of its contention delay; "
-        f"of the means {of_means(other_asks, fcl, hold, alone)}"
-    )
-    per_stream = [fair_asks(f, h, a) for f, h, a in zip(fcl, fair, alone, strict=True)]
-    print(
-        f"  {FAIR_GOAL} x fair asks of fair_cap_local      {interval(per_stream)} of its contention delay; "
-        f"of the means {of_means(fair_asks, fcl, fair, alone)}"
-    )
+    for goal, asks, columns in (
+        (f"{GOAL} x srpt_hold asks of srpt_hold     ", hold_asks, (hold, alone)),
+        (f"{GOAL} x srpt_hold asks of fair_cap_local", other_asks, (fcl, hold, alone)),
+        (f"{FAIR_GOAL} x fair asks of fair_cap_local     ", fair_asks, (fcl, fair, alone)),
+    ):
+        per_stream = [asks(*row) for row in zip(*columns, strict=True)]
+        print(f"  {goal} {interval(per_stream)} of its contention delay; of the means {of_means(asks, *columns)}")
 
 
 def main() -> None:
