@@ -31,7 +31,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("ui", "traffic", "cli", "__main__", "__init__"),
 ]
 """Bottom to top: the vocabulary, readers, generators, the one simulator, the policy network, schedulers,
-explanations, the benchmark, training, real runs on Ray, the HTTP service, the command line."""
+explanations, the benchmark, training, real runs on Ray, the HTTP service; the dashboard, the clients that drive the
+service from outside (`traffic`) and the command line."""
 
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
 
