@@ -11,7 +11,9 @@ the difference in SLA hit rate against `srpt_hold`. Prints; asserts nothing.
 A variant is a registered name or `name@x` with a parameter: `srpt_cap@p` (heSRPT's speed-up exponent; `srpt_cap_hard@p`
 makes its cap a hard limit, as `fair_cap`'s), `srpt_admit@u` (the busy share of cores that counts as saturated),
 `fair_cap@f` (the cap factor), `fair_cap_local@t` or `fair_cap_local@t:f:a` (how workflows of equal key are ordered:
-`position`, `work_left` or `response_ratio`, its own; then the cap factor and fair's alpha). The learned dispatcher:
+`position`, `work_left` or `response_ratio`, its own; then the cap factor and fair's alpha),
+`fair_cap_gpu_first@first_only` (GPU tasks first, the size in cores alone) or `fair_cap_gpu_first@size_only`
+(GPU-seconds in the size, no GPU tasks first). The learned dispatcher:
 `drl_stream` (the default weights, which have no lever heads), `drl_stream@levers` (the weights with the cap and
 admission heads, `stream-index-v1-levers.safetensors`), `drl_stream@imitation` (the default weights' imitation start),
 `drl_stream@PATH` (other weights), each also as `drl_stream-nocap`, `drl_stream-noadmit` or `drl_stream-nolevers` (the
@@ -56,6 +58,7 @@ from dagsched.schedulers.base import Scheduler
 from dagsched.schedulers.drl_stream import DRLStream
 from dagsched.schedulers.drl_stream_levers import DRLStreamLevers
 from dagsched.schedulers.fair_cap import WeightedFairCap
+from dagsched.schedulers.fair_cap_gpu_first import FairCapGPUFirst
 from dagsched.schedulers.fair_cap_local import FairCapLocal
 from dagsched.schedulers.srpt_admit import SRPTAdmit
 from dagsched.schedulers.srpt_cap import SRPTCap
@@ -85,6 +88,10 @@ def make(variant: str) -> Scheduler:
         return DRLStreamLevers(weights)
     if not x:
         return make_scheduler(name)
+    if name == "fair_cap_gpu_first":  # an ablation: `first_only` (the size in cores alone) or `size_only`
+        sched = FairCapGPUFirst()
+        sched.gpu_in_size, sched.gpu_first = {"first_only": (False, True), "size_only": (True, False)}[x]
+        return sched
     if name == "fair_cap_local":  # the order of the workflows holding nothing (`fair.TIES`), the cap factor, alpha
         ties, *numbers = x.split(":")
         sched = FairCapLocal(*(float(v) for v in numbers[:1]))

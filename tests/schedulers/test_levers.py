@@ -11,6 +11,7 @@ from dagsched.model import Cluster, Node, Problem, Task, Workflow, compile_probl
 from dagsched.schedulers import make_scheduler, simulate
 from dagsched.schedulers.base import Scheduler
 from dagsched.schedulers.fair_cap import CAP_FACTOR, WeightedFairCap
+from dagsched.schedulers.fair_cap_gpu_first import FairCapGPUFirst, cores_per_gpu
 from dagsched.schedulers.fair_cap_local import FairCapLocal
 from dagsched.schedulers.levers import capped_order, hesrpt_shares
 from dagsched.schedulers.srpt_admit import SATURATED, SRPTAdmit
@@ -205,13 +206,91 @@ def test_fair_cap_local_serves_the_smaller_of_the_workflows_holding_nothing() ->
     assert nodes_of(wfs, one_core, "fair_cap_local") == {"B/b0": ("n0", 0.0), "A/a0": ("n0", 10.0)}
 
 
-@pytest.mark.parametrize("name", ["srpt_cap", "srpt_admit", "fair_cap", "srpt_local", "fair_cap_local"])
+def _gpu_queue() -> list[Workflow]:
+    """H's GPU task holds the one GPU until 10. At 1 arrive A, one GPU task of 50 s and one core, and B, one GPU task of
+    20 s and a four-core task of 100 s: B is the larger in core-seconds (420 against 50) and the smaller in
+    GPU-seconds (20 against 50)."""
+    h = Workflow(name="H", tasks=[Task(id="h", runtime=10.0, gpu=1)])
+    a = Workflow(name="A", tasks=[Task(id="a", runtime=50.0, gpu=1)], submit_time=1.0)
+    b = Workflow(
+        name="B", tasks=[Task(id="bg", runtime=20.0, gpu=1), Task(id="bc", runtime=100.0, cpu=4)], submit_time=1.0
+    )
+    return [h, a, b]
+
+
+def test_fair_cap_gpu_first_serves_the_gpu_queue_by_gpu_work_left() -> None:
+    """When the GPU frees at 10, fair_cap_local serves A, which holds nothing (fair's key 0), while B's four-core task
+    runs beside; fair_cap_gpu_first serves the GPU tasks first by their workflow's GPU work left: B's 20 s, then A's.
+    With GPU tasks first and the size in cores alone (`gpu_in_size` off) the order is the same: it reads GPU work."""
+    nodes = [Node(id="g", cpu=4, mem=8, gpu=1), Node(id="c", cpu=4, mem=8)]
+    wfs = _gpu_queue()
+    assert nodes_of(wfs, nodes, "fair_cap_local") == {
+        "H/h": ("g", 0.0),
+        "B/bc": ("c", 1.0),
+        "A/a": ("g", 10.0),
+        "B/bg": ("g", 60.0),
+    }
+    gpu_first = nodes_of(wfs, nodes, "fair_cap_gpu_first")
+    assert gpu_first == {"H/h": ("g", 0.0), "B/bc": ("c", 1.0), "B/bg": ("g", 10.0), "A/a": ("g", 30.0)}
+    first_only = FairCapGPUFirst()
+    first_only.gpu_in_size = False
+    assert nodes_of(wfs, nodes, first_only) == gpu_first
+
+
+@pytest.mark.parametrize("mix", ["default", "stages"])
+def test_fair_cap_gpu_first_is_fair_cap_local_without_gpus(mix: str) -> None:
+    """On a cluster without GPUs no task needs one and a workflow's size is its core-seconds: every attempt of a
+    stream in the shared mode (noise, failures, stragglers) is fair_cap_local's."""
+    from dagsched.generate import cluster_preset
+    from dagsched.generate.streams import generate_stream
+    from dagsched.sim.config import mode_settings
+
+    stream = generate_stream(cluster_preset("homog-8"), 20, 0.9, "bursty", seed=5, mix=mix)
+    cp = compile_problem(stream.problem())
+    config = SimConfig(**mode_settings("shared"))
+    local, gpu_first = (
+        simulate(cp, name, config, seed=5).trace.attempts for name in ("fair_cap_local", "fair_cap_gpu_first")
+    )
+    assert gpu_first == local
+
+
+def test_cores_per_gpu() -> None:
+    """hetero-16: its speed-weighted cores over its 8 GPUs at speed 1.2 (two g5.12xlarge); 0 without GPUs."""
+    from dagsched.generate import cluster_preset
+
+    hetero = compile_problem(Problem(workflows=[_independent("A", 1)], cluster=cluster_preset("hetero-16")))
+    expected = float(hetero.cap[:, 0] @ hetero.speed) / (8 * 1.2)
+    assert cores_per_gpu(hetero) == pytest.approx(expected)
+    homog = compile_problem(Problem(workflows=[_independent("A", 1)], cluster=cluster_preset("homog-8")))
+    assert cores_per_gpu(homog) == 0.0
+
+
+@pytest.mark.parametrize("name", ["fair_cap_local", "fair_cap_gpu_first"])
+def test_a_stream_with_gpu_work_runs_to_a_valid_trace(name: str) -> None:
+    """Twelve workflows of the default mix (ML pipelines with GPU training among them) at load 0.9 on hetero-16 in the
+    shared mode: every task runs to completion and the trace validates."""
+    from dagsched.generate import cluster_preset
+    from dagsched.generate.streams import generate_stream
+    from dagsched.sim.config import mode_settings
+
+    stream = generate_stream(cluster_preset("hetero-16"), 12, 0.9, "poisson", seed=7, mix="default")
+    cp = compile_problem(stream.problem())
+    assert (cp.req[:, 2] > 0).any()
+    result = simulate(cp, name, SimConfig(**mode_settings("shared")), seed=7)
+    assert result.valid, result.violations[:3]
+    assert {a.task for a in result.trace.attempts if a.outcome == "done"} == set(range(cp.n_tasks))
+
+
+LEVER_RULES = ["srpt_cap", "srpt_admit", "fair_cap", "srpt_local", "fair_cap_local", "fair_cap_gpu_first"]
+
+
+@pytest.mark.parametrize("name", LEVER_RULES)
 def test_registered(name: str) -> None:
     """Each is found by name in the one registry."""
     assert make_scheduler(name).name == name
 
 
-@pytest.mark.parametrize("name", ["srpt_cap", "srpt_admit", "fair_cap", "srpt_local", "fair_cap_local"])
+@pytest.mark.parametrize("name", LEVER_RULES)
 def test_a_stream_of_analytics_jobs_runs_to_a_valid_trace(name: str) -> None:
     """Eight stages jobs at load 0.9 on homog-8 in the shared mode (noise, failures, stragglers): every task runs to
     completion and the trace validates."""
