@@ -173,7 +173,7 @@ def simulate(
     scheduler: Annotated[
         str | None,
         typer.Option(
-            "--scheduler", "-s", help="default: fair_cap_local for several workflows (a stream), heft for one"
+            "--scheduler", "-s", help="default: fair_cap_gpu_first for several workflows (a stream), heft for one"
         ),
     ] = None,
     seed: int = 1,

@@ -173,7 +173,7 @@ def test_simulate_without_a_scheduler_uses_the_stream_rule_for_a_stream(tmp_path
     from dagsched.schedulers import default_scheduler
     from dagsched.schedulers.base import PLAN_SCHEDULER, STREAM_SCHEDULER
 
-    assert default_scheduler(2) == STREAM_SCHEDULER == "fair_cap_local"
+    assert default_scheduler(2) == STREAM_SCHEDULER == "fair_cap_gpu_first"
     assert default_scheduler(1) == default_scheduler(2, classic=True) == PLAN_SCHEDULER == "heft"
     paths = []
     for i in range(2):
@@ -184,7 +184,7 @@ def test_simulate_without_a_scheduler_uses_the_stream_rule_for_a_stream(tmp_path
         )
         paths += ["-w", str(path)]
     stream = _json(runner.invoke(app, ["simulate", *paths, "-c", "homog-8", "--json"]))
-    assert stream["scheduler"] == "fair_cap_local" and stream["valid"] and "completion_mean" in stream
+    assert stream["scheduler"] == "fair_cap_gpu_first" and stream["valid"] and "completion_mean" in stream
     one = _json(runner.invoke(app, ["simulate", *paths[:2], "-c", "homog-8", "--json"]))
     assert one["scheduler"] == "heft" and one["valid"]
     classic = _json(runner.invoke(app, ["simulate", "-w", str(HEFT_EXAMPLE), "--json"]))

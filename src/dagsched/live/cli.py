@@ -74,7 +74,8 @@ def register(app: Any) -> None:
             typer.Option(
                 "--scheduler",
                 "-s",
-                help="a registered scheduler, or 'ray' (default: fair_cap_local for several workflows, heft for one)",
+                help="a registered scheduler, or 'ray' (default: fair_cap_gpu_first for several workflows, heft for "
+                "one)",
             ),
         ] = None,
         ray_address: Annotated[

@@ -87,7 +87,7 @@ def scheduler_class(name: str) -> type[Scheduler]:
     return _REGISTRY[name]
 
 
-STREAM_SCHEDULER = "fair_cap_local"
+STREAM_SCHEDULER = "fair_cap_gpu_first"
 """The scheduler for several workflows sharing a cluster when none is named: the shortest stream rule measured
 (docs/shared-cluster.md, "Which to use"). HEFT, the default for one workflow, was 3 x the best per stream there."""
 PLAN_SCHEDULER = "heft"

@@ -64,7 +64,7 @@ CANDIDATES = 3
 class DRLStream(SRPTHold):
     name = "drl_stream"
     best_for = (
-        "a little shorter than srpt_hold on every shared cluster measured; the stream rule to use is fair_cap_local"
+        "a little shorter than srpt_hold on every shared cluster measured; the stream rule to use is fair_cap_gpu_first"
     )
     uses_seed = False
     default_weights: Path = SHIPPED

@@ -1,19 +1,19 @@
 """`fair_cap` placing as `srpt_local` does: the hand rule with the learned dispatcher's levers and node choice.
 
-`fair_cap`'s order and hard parallelism cap (a workflow at `CAP_FACTOR` times its weighted fair share starts
-nothing more), `srpt_hold`'s hold (a task waits for a clearly faster busy node; on nodes of one speed never) and
-`srpt_local`'s node: the earliest-finish startable node, the tie broken by first fit over the nodes whose room the
-ready tasks waiting on their inputs there do not need. Among the workflows holding nothing, whose fair key is 0
-whatever their size, the one with the least work left per second waited goes first (highest response ratio next;
-`fair` and `fair_cap` take the earliest listed). It is `drl_stream_levers` with the learned order and cap replaced
-by these rules and no admission hold: the ablation that says what the learning adds over the hand levers, and the
-stream rule to use, since that is nothing. Held out (seeds 401-410, load 0.85), its mean completion is 0.986 and
-0.897 x `srpt_hold`'s on hetero-16 streams of 150 workflows (Poisson, bursty), 0.851 and 0.740 on homog-8 streams
-of 100, 0.886 and 0.843 on streams of analytics jobs alone; `drl_stream_levers` is 0.996, 1.019, 1.081, 1.016,
-1.003 and 1.011 x it on the same six groups, shorter by an interval excluding 1 on none (docs/shared-cluster.md,
-"The hand rule with the same levers"). The response-ratio order was chosen on training streams (seeds 301-306):
-against the earliest listed it took hetero-16 from 1.030 and 0.976 x `srpt_hold` to 1.007 and 0.890, and by work
-left alone a large workflow waited to the end of a loaded bursty homog-8 stream (cost 1.165 x).
+`fair_cap`'s order and hard parallelism cap (a workflow at `CAP_FACTOR` times its weighted fair share starts nothing
+more), `srpt_hold`'s hold (a task waits for a clearly faster busy node; on nodes of one speed never) and `srpt_local`'s
+node: the earliest-finish startable node, the tie broken by first fit over the nodes whose room the ready tasks waiting
+on their inputs there do not need. Among the workflows holding nothing, whose fair key is 0 whatever their size, the one
+with the least work left per second waited goes first (highest response ratio next; `fair` and `fair_cap` take the
+earliest listed). It is `drl_stream_levers` with the learned order and cap replaced by these rules and no admission
+hold: the ablation that says what the learning adds over the hand levers, which is nothing. `fair_cap_gpu_first` is this
+rule with the GPUs served first, the stream rule to use. Held out (seeds 401-410, load 0.85), its mean completion is
+0.986 and 0.897 x `srpt_hold`'s on hetero-16 streams of 150 workflows (Poisson, bursty), 0.851 and 0.740 on homog-8
+streams of 100, 0.886 and 0.843 on streams of analytics jobs alone; `drl_stream_levers` is 0.996, 1.019, 1.081, 1.016,
+1.003 and 1.011 x it on the same six groups, shorter by an interval excluding 1 on none (docs/shared-cluster.md, "The
+hand rule with the same levers"). The response-ratio order was chosen on training streams (seeds 301-306): against the
+earliest listed it took hetero-16 from 1.030 and 0.976 x `srpt_hold` to 1.007 and 0.890, and by work left alone a large
+workflow waited to the end of a loaded bursty homog-8 stream (cost 1.165 x).
 Source: `fair_cap` (Decima's tuned weighted fair), `srpt_local` (room beside the data), highest response ratio
 next (Brinch Hansen, 1971) for the workflows queued with nothing running.
 Complexity: `fair_cap`'s plus `srpt_local`'s per decision. Ties: equal response ratios by workflow position, the
@@ -35,7 +35,8 @@ from dagsched.sim.decision import DecisionPoint
 class FairCapLocal(WeightedFairCap, SRPTLocal):
     name = "fair_cap_local"
     best_for = (
-        "shared clusters under load, the stream rule to use: 0.986 and 0.897 x srpt_hold's mean completion on held-out "
+        "shared clusters under load (fair_cap_gpu_first, the same where no task needs a GPU, is shorter where GPUs "
+        "bind): 0.986 and 0.897 x srpt_hold's mean completion on held-out "
         "hetero-16 streams (Poisson, bursty), 0.851 and 0.740 on homog-8, 0.886 and 0.843 on analytics jobs alone; "
         "the learned levers (drl_stream_levers) are no shorter on any of the six"
     )
