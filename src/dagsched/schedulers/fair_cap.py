@@ -53,6 +53,7 @@ class WeightedFairCap(WeightedFair):
         ready_wf = np.unique(self.cp.task_wf[dp.ready]).astype(np.int64)
         self.cap_share = np.zeros(self.cp.n_workflows)
         self.cap_share[ready_wf] = weighted_fair_caps(dp.work_left_of(self.work, ready_wf), self.cap_factor, self.alpha)
+        self.grown: set[int] = set()  # the workflows given a task since `order` last read what each holds
         return super().decide(dp)
 
     def at_cap(self, t: int) -> bool:
@@ -69,5 +70,5 @@ class WeightedFairCap(WeightedFair):
         capped = over_cap(self.held, self.cap_total, self.cap_share)
         task_wf = self.cp.task_wf
         open_now = [t for t in ready if not capped[task_wf[t]]]
-        self.grown: set[int] = set()
+        self.grown = set()  # what was placed before (a subclass serving some tasks first) is in `capped`
         yield from capped_order(super().order(open_now), self.at_cap, strict=True)

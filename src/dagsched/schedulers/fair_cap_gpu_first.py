@@ -73,6 +73,5 @@ class FairCapGPUFirst(FairCapLocal):
         task_wf = self.cp.task_wf
         workflows = np.unique(task_wf[gpu])
         left = dict(zip(workflows.tolist(), self.dp.work_left_of(self.gpu_work, workflows).tolist(), strict=True))
-        self.grown = set()  # `fair_cap`'s record of this decision's placements, which `assigned` adds to
         yield from sorted(gpu, key=lambda t: (left[int(task_wf[t])], -float(self.tail_s[t]), t))
         yield from super().order([t for t in ready if not self.needs_gpu[t]])
